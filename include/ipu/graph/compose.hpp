@@ -1,0 +1,136 @@
+#pragma once
+/// \file
+/// Composition: `|` sequences blocks, `nn::residual` adds a shortcut, `nn::repeat<N>` repeats a
+/// block, `nn::scope<"name">` names one, `ipu::on<I>` places one on an IPU, and
+/// `ipu::input<...>` starts a graph.
+///
+/// Types stay shallow: `a | b | c` is one flat `seq_t<A, B, C>`, a block's type never embeds
+/// what comes before it, and `repeat<23>(block)` is one type however large 23 is.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/core/fixed_string.hpp>
+#include <ipu/graph/layers.hpp>
+
+#include <type_traits>
+
+namespace ipu {
+
+namespace nn {
+/// A sequence of blocks, applied in order. Made by `|`.
+template <class... Blocks>
+struct seq_t {};
+/// The identity shortcut of `residual(body)`.
+struct identity_t {};
+/// `y = body(x) + shortcut(x)`.
+template <class Body, class Shortcut>
+struct residual_t {};
+/// `Count` copies of `Body` in sequence; the copies have independent weights.
+template <int Count, class Body>
+struct repeat_t {};
+/// `Body` with its node paths prefixed by `Name.`.
+template <fixed_string Name, class Body>
+struct scope_t {};
+}  // namespace nn
+
+/// `Body` placed on IPU `Ipu`.
+template <int Ipu, class Body>
+struct on_t {};
+
+namespace detail {
+template <class T> inline constexpr bool is_compound_block = false;
+template <class... B> inline constexpr bool is_compound_block<nn::seq_t<B...>> = true;
+template <class B, class S> inline constexpr bool is_compound_block<nn::residual_t<B, S>> = true;
+template <int N, class B> inline constexpr bool is_compound_block<nn::repeat_t<N, B>> = true;
+template <fixed_string S, class B> inline constexpr bool is_compound_block<nn::scope_t<S, B>> = true;
+template <int I, class B> inline constexpr bool is_compound_block<on_t<I, B>> = true;
+}  // namespace detail
+
+/// Anything that can be composed with `|`: a layer or a compound block.
+template <class T>
+concept Block = Layer<std::remove_cvref_t<T>> || detail::is_compound_block<std::remove_cvref_t<T>>;
+
+namespace detail {
+template <class T> struct as_seq { using type = nn::seq_t<T>; };
+template <class... B> struct as_seq<nn::seq_t<B...>> { using type = nn::seq_t<B...>; };
+template <class T> using as_seq_t = typename as_seq<std::remove_cvref_t<T>>::type;
+
+template <class A, class B> struct concat;
+template <class... A, class... B> struct concat<nn::seq_t<A...>, nn::seq_t<B...>> {
+  using type = nn::seq_t<A..., B...>;
+};
+}  // namespace detail
+
+/// The input of a graph: element type and NHWC extents.
+template <ElementType DType, int N, int H, int W, int C>
+  requires(N > 0 && H > 0 && W > 0 && C > 0)
+struct input_spec {
+  using element_type = DType;
+};
+
+/// A graph: its input, then its blocks in order. Users get one from `ipu::input<...> | ...`
+/// and name its type with `decltype`; every query strips `const` from it.
+template <class Input, class... Blocks>
+struct graph {};
+
+namespace detail {
+template <class T> inline constexpr bool is_graph = false;
+template <class In, class... B> inline constexpr bool is_graph<graph<In, B...>> = true;
+}  // namespace detail
+
+/// A graph type (cv-qualifiers and references allowed, as `decltype` gives them).
+template <class T>
+concept Graph = detail::is_graph<std::remove_cvref_t<T>>;
+
+/// `ipu::input<DType, N, H, W, C>`: the empty graph whose input is an NHWC tensor.
+template <ElementType DType, int N, int H, int W, int C>
+inline constexpr graph<input_spec<DType, N, H, W, C>> input{};
+
+/// Sequences two blocks.
+template <Block A, Block B>
+constexpr auto operator|(A, B) noexcept {
+  return typename detail::concat<detail::as_seq_t<A>, detail::as_seq_t<B>>::type{};
+}
+
+/// Appends a block to a graph.
+template <class In, class... Bs, Block B>
+constexpr auto operator|(graph<In, Bs...>, B) noexcept {
+  return []<class... Add>(nn::seq_t<Add...>) { return graph<In, Bs..., Add...>{}; }(detail::as_seq_t<B>{});
+}
+
+namespace nn {
+using ipu::operator|;
+
+/// `residual(body)`: `y = body(x) + x`; body and input shapes must agree.
+template <Block Body>
+constexpr residual_t<detail::as_seq_t<Body>, identity_t> residual(Body) noexcept {
+  return {};
+}
+/// `residual(body, shortcut)`: `y = body(x) + shortcut(x)` (a projection shortcut).
+template <Block Body, Block Shortcut>
+constexpr residual_t<detail::as_seq_t<Body>, detail::as_seq_t<Shortcut>> residual(Body, Shortcut) noexcept {
+  return {};
+}
+/// `repeat<Count>(block)`: `Count` copies of `block`, each with its own weights.
+template <int Count, Block Body>
+  requires(Count > 0)
+constexpr repeat_t<Count, detail::as_seq_t<Body>> repeat(Body) noexcept {
+  return {};
+}
+/// `scope<"stage1">(block)`: prefixes the paths of the block's nodes with `stage1.`.
+template <fixed_string Name, Block Body>
+  requires(Name.view().size() > 0)
+constexpr scope_t<Name, detail::as_seq_t<Body>> scope(Body) noexcept {
+  return {};
+}
+}  // namespace nn
+
+/// `on<I>(block)`: places `block` on IPU `I`. Blocks outside any `on` are on IPU 0; an `on`
+/// inside another `on` takes precedence for its block. Whether `I` exists is checked against
+/// the target when the graph is planned.
+template <int Ipu, Block Body>
+  requires(Ipu >= 0)
+constexpr on_t<Ipu, detail::as_seq_t<Body>> on(Body) noexcept {
+  return {};
+}
+
+}  // namespace ipu

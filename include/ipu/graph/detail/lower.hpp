@@ -1,0 +1,245 @@
+#pragma once
+/// \file
+/// Lowering a graph type to its node table, in one pass: node paths, shapes, parameters, MACs,
+/// placement and the first shape error. Recursion follows the nesting of blocks (a few levels),
+/// never the number of layers; sequences expand in braced lists, never in folds.
+
+#include <ipu/graph/compose.hpp>
+#include <ipu/graph/node.hpp>
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+
+namespace ipu::detail {
+
+/// What went wrong first while lowering a graph.
+enum class graph_error_kind : std::uint8_t {
+  none,
+  groups_do_not_divide_channels,  ///< a = input shape, x = filters, y = groups
+  residual_shapes_differ,         ///< a = body output, b = shortcut output
+  dense_on_4d_input,              ///< a = input shape
+  needs_4d_input,                 ///< a = input shape (conv or pooling on an NC tensor)
+  pool_larger_than_input,         ///< a = input shape, x = window size
+  path_too_long,                  ///< path holds the truncated path, x = capacity
+};
+
+struct graph_error {
+  graph_error_kind kind = graph_error_kind::none;
+  path_string path{};
+  shape a{}, b{};
+  std::int64_t x = 0, y = 0;
+};
+
+template <std::size_t N>
+struct lowered_graph {
+  std::array<node, N> nodes{};
+  graph_error error{};
+};
+
+// ---- node counts ----------------------------------------------------------------------------
+
+template <class T> inline constexpr int node_count = 1;  // a layer
+template <class... B>
+inline constexpr int node_count<nn::seq_t<B...>> = [] {
+  int n = 0;
+  for (int c : {0, node_count<B>...}) n += c;
+  return n;
+}();
+template <class Body>
+inline constexpr int node_count<nn::residual_t<Body, nn::identity_t>> = node_count<Body> + 1;
+template <class Body, class Shortcut>
+inline constexpr int node_count<nn::residual_t<Body, Shortcut>> = node_count<Body> + node_count<Shortcut> + 1;
+template <int Count, class Body>
+inline constexpr int node_count<nn::repeat_t<Count, Body>> = Count * node_count<Body>;
+template <fixed_string Name, class Body>
+inline constexpr int node_count<nn::scope_t<Name, Body>> = node_count<Body>;
+template <int Ipu, class Body>
+inline constexpr int node_count<on_t<Ipu, Body>> = node_count<Body>;
+
+// ---- the builder ----------------------------------------------------------------------------
+
+/// Naming state of one scope: the path prefix and a counter per op and for residual blocks.
+struct name_scope {
+  path_string prefix{};
+  std::array<int, op_count> count{};
+  int blocks = 0;
+
+  constexpr name_scope child(std::string_view name, std::int64_t number = 0) const {
+    name_scope s;
+    s.prefix = prefix;
+    s.prefix.append(name);
+    if (number > 0) s.prefix.append(number);
+    s.prefix.append(".");
+    return s;
+  }
+};
+
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
+
+template <std::size_t N>
+struct builder {
+  std::array<node, N> nodes{};
+  int size = 0;
+  int current = 0;  // node producing the value the next layer consumes
+  int ipu = 0;
+  graph_error error{};
+
+  constexpr void fail(graph_error e) {
+    if (error.kind == graph_error_kind::none) error = e;
+  }
+
+  constexpr int push(node n) {
+    if (n.path.overflow) fail({graph_error_kind::path_too_long, n.path, {}, {}, path_string::capacity, 0});
+    nodes[static_cast<std::size_t>(size)] = n;
+    current = size;
+    return size++;
+  }
+
+  constexpr void push_input(dtype type, shape s) {
+    node n;
+    n.kind = op::input;
+    n.path = path_string("input");
+    n.layer.kind = op::input;
+    n.in = n.out = s;
+    n.type = type;
+    n.ipu = ipu;
+    push(n);
+  }
+
+  constexpr void push_layer(const layer_params& p, name_scope& scope) {
+    const node& src = nodes[static_cast<std::size_t>(current)];
+    node n;
+    n.kind = p.kind;
+    n.layer = p;
+    n.path = scope.prefix;
+    n.path.append(name_of(p.kind)).append(++scope.count[static_cast<std::size_t>(p.kind)]);
+    n.input = current;
+    n.in = n.out = src.out;
+    n.type = src.type;
+    n.ipu = ipu;
+    const shape& in = n.in;
+    const std::int64_t c = in.channels();
+    const bool spatial = p.kind == op::conv || p.kind == op::max_pool || p.kind == op::avg_pool ||
+                         p.kind == op::global_avg_pool;
+    if (spatial && in.rank != 4) fail({graph_error_kind::needs_4d_input, n.path, in});
+    switch (p.kind) {
+      case op::conv: {
+        if (c % p.groups != 0 || p.filters % p.groups != 0)
+          fail({graph_error_kind::groups_do_not_divide_channels, n.path, in, {}, p.filters, p.groups});
+        n.out = nhwc(in.dim[0], ceil_div(in.dim[1], p.stride), ceil_div(in.dim[2], p.stride), p.filters);
+        n.params = std::int64_t{p.kernel} * p.kernel * (c / p.groups) * p.filters;
+        n.macs = n.out.elements() * p.kernel * p.kernel * (c / p.groups);
+        break;
+      }
+      case op::batch_norm: n.params = 2 * c; break;  // scale and shift; mean and variance are not trained
+      case op::max_pool:
+      case op::avg_pool:
+        if (in.rank == 4 && (p.kernel > in.dim[1] || p.kernel > in.dim[2]))
+          fail({graph_error_kind::pool_larger_than_input, n.path, in, {}, p.kernel});
+        n.out = nhwc(in.dim[0], ceil_div(in.dim[1], p.stride), ceil_div(in.dim[2], p.stride), c);
+        break;
+      case op::global_avg_pool: n.out = nc(in.dim[0], c); break;
+      case op::dense:
+        if (in.rank != 2) fail({graph_error_kind::dense_on_4d_input, n.path, in});
+        n.out = nc(in.dim[0], p.filters);
+        n.params = c * p.filters + p.filters;
+        n.macs = in.dim[0] * c * p.filters;
+        break;
+      default: break;  // relu, softmax: shape-preserving, no parameters
+    }
+    push(n);
+  }
+
+  constexpr void push_add(int main, int shortcut, const name_scope& scope) {
+    const node& a = nodes[static_cast<std::size_t>(main)];
+    const node& b = nodes[static_cast<std::size_t>(shortcut)];
+    node n;
+    n.kind = op::add;
+    n.layer.kind = op::add;
+    n.path = scope.prefix;
+    n.path.append("add");
+    n.input = main;
+    n.shortcut = shortcut;
+    n.in = n.out = a.out;
+    n.type = a.type;
+    n.ipu = ipu;
+    if (!(a.out == b.out)) fail({graph_error_kind::residual_shapes_differ, n.path, a.out, b.out});
+    push(n);
+  }
+};
+
+// ---- emission: one specialisation per kind of block -----------------------------------------
+
+template <class T>
+struct emit {
+  template <class B>
+  static constexpr void apply(B& b, name_scope& s) {
+    b.push_layer(T::params, s);
+  }
+};
+template <class... Bs>
+struct emit<nn::seq_t<Bs...>> {
+  template <class B>
+  static constexpr void apply(B& b, name_scope& s) {
+    (void)std::initializer_list<int>{0, (emit<Bs>::apply(b, s), 0)...};
+  }
+};
+template <class Body, class Shortcut>
+struct emit<nn::residual_t<Body, Shortcut>> {
+  template <class B>
+  static constexpr void apply(B& b, name_scope& s) {
+    name_scope inner = s.child("block", ++s.blocks);
+    const int x = b.current;
+    emit<Body>::apply(b, inner);
+    const int main = b.current;
+    int shortcut = x;
+    if constexpr (!std::is_same_v<Shortcut, nn::identity_t>) {
+      b.current = x;
+      name_scope projection = inner.child("shortcut");
+      emit<Shortcut>::apply(b, projection);
+      shortcut = b.current;
+    }
+    b.push_add(main, shortcut, inner);
+  }
+};
+template <int Count, class Body>
+struct emit<nn::repeat_t<Count, Body>> {
+  template <class B>
+  static constexpr void apply(B& b, name_scope& s) {
+    for (int i = 0; i < Count; ++i) emit<Body>::apply(b, s);  // counters continue: block2, block3, ...
+  }
+};
+template <fixed_string Name, class Body>
+struct emit<nn::scope_t<Name, Body>> {
+  template <class B>
+  static constexpr void apply(B& b, name_scope& s) {
+    name_scope inner = s.child(Name.view());
+    emit<Body>::apply(b, inner);
+  }
+};
+template <int Ipu, class Body>
+struct emit<on_t<Ipu, Body>> {
+  template <class B>
+  static constexpr void apply(B& b, name_scope& s) {
+    const int outer = b.ipu;
+    b.ipu = Ipu;
+    emit<Body>::apply(b, s);
+    b.ipu = outer;
+  }
+};
+
+template <class G> struct lowering;
+template <class DType, int N, int H, int W, int C, class... Bs>
+struct lowering<graph<input_spec<DType, N, H, W, C>, Bs...>> {
+  static constexpr std::size_t size = static_cast<std::size_t>(1 + node_count<nn::seq_t<Bs...>>);
+  static consteval lowered_graph<size> run() {
+    builder<size> b;
+    b.push_input(dtype_of_v<DType>, nhwc(N, H, W, C));
+    name_scope root;
+    emit<nn::seq_t<Bs...>>::apply(b, root);
+    return {b.nodes, b.error};
+  }
+};
+
+}  // namespace ipu::detail

@@ -1,0 +1,114 @@
+#pragma once
+/// \file
+/// Compile errors for malformed graphs. Each error is a class template whose name states the
+/// problem and whose arguments are labelled values (`in_layer<..>{"stage2.block1.conv2"}`,
+/// `input_channels{6}`, `groups{4}`), so that g++ and clang print the layer and the numbers in
+/// the first lines of the diagnostic. They are instantiated once, from the lowered table's
+/// error record, never from the graph type.
+
+#include <ipu/graph/detail/lower.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ipu::diag {
+
+/// The path of the layer at fault, as a template argument both compilers print as a string.
+template <std::size_t N>
+struct in_layer {
+  char path[N]{};
+  consteval explicit in_layer(const path_string& p) {
+    for (std::size_t i = 0; i + 1 < N; ++i) path[i] = p.text[i];
+  }
+};
+template <std::size_t N>
+in_layer(const char (&)[N]) -> in_layer<N>;
+
+struct input_channels { std::int64_t value; };
+struct filters { std::int64_t value; };
+struct groups { std::int64_t value; };
+struct window_size { std::int64_t value; };
+struct input_height { std::int64_t value; };
+struct input_width { std::int64_t value; };
+struct max_characters { std::int64_t value; };
+/// An NHWC shape as a labelled template argument.
+struct body_output_nhwc { std::int64_t n, h, w, c; };
+struct shortcut_output_nhwc { std::int64_t n, h, w, c; };
+struct input_nhwc { std::int64_t n, h, w, c; };
+/// An NC (rank-2) shape as a labelled template argument.
+struct input_nc { std::int64_t n, c; };
+
+template <auto Layer, input_channels In, filters Out, groups G>
+struct conv_groups_must_divide_channels {
+  static_assert(In.value % G.value == 0 && Out.value % G.value == 0,
+                "ipu: a grouped conv needs input channels and filters divisible by its groups");
+  static constexpr bool value = false;
+};
+
+template <auto Layer, body_output_nhwc Body, shortcut_output_nhwc Shortcut>
+struct residual_branches_must_have_equal_shapes {
+  static_assert(Body.n == Shortcut.n && Body.h == Shortcut.h && Body.w == Shortcut.w && Body.c == Shortcut.c,
+                "ipu: the body and shortcut of nn::residual give different shapes; give the shortcut a "
+                "projection (nn::residual(body, nn::conv<Filters, 1, Stride> | nn::batch_norm))");
+  static constexpr bool value = false;
+};
+
+template <auto Layer, input_nhwc In>
+struct dense_needs_a_2d_input {
+  static_assert(In.h == 0 && In.w == 0,
+                "ipu: nn::dense on a 4-D tensor; reduce it first (nn::global_avg_pool), ipu never flattens "
+                "silently");
+  static constexpr bool value = false;
+};
+
+template <auto Layer, input_nc In>
+struct layer_needs_a_4d_input {
+  static_assert(In.n < 0, "ipu: conv and pooling layers need an NHWC input, this one gets an NC tensor");
+  static constexpr bool value = false;
+};
+
+template <auto Layer, window_size Window, input_height H, input_width W>
+struct pool_window_must_fit_input {
+  static_assert(Window.value <= H.value && Window.value <= W.value,
+                "ipu: the pooling window is larger than its input");
+  static constexpr bool value = false;
+};
+
+template <auto Layer, max_characters Max>
+struct layer_path_too_long {
+  static_assert(Max.value < 0, "ipu: a node path is longer than ipu::path_string::capacity; use shorter scope names");
+  static constexpr bool value = false;
+};
+
+}  // namespace ipu::diag
+
+namespace ipu::detail {
+
+/// Instantiates the diagnostic for `E`; true when there is no error.
+template <graph_error E>
+consteval bool report_graph_error() {
+  using enum graph_error_kind;
+  constexpr auto layer = diag::in_layer<E.path.length + 1>{E.path};
+  constexpr shape a = E.a, b = E.b;
+  if constexpr (E.kind == none) {
+    return true;
+  } else if constexpr (E.kind == groups_do_not_divide_channels) {
+    return diag::conv_groups_must_divide_channels<layer, diag::input_channels{a.channels()}, diag::filters{E.x},
+                                                  diag::groups{E.y}>::value;
+  } else if constexpr (E.kind == residual_shapes_differ) {
+    return diag::residual_branches_must_have_equal_shapes<
+        layer, diag::body_output_nhwc{a.dim[0], a.dim[1], a.dim[2], a.dim[3]},
+        diag::shortcut_output_nhwc{b.dim[0], b.dim[1], b.dim[2], b.dim[3]}>::value;
+  } else if constexpr (E.kind == dense_on_4d_input) {
+    return diag::dense_needs_a_2d_input<layer, diag::input_nhwc{a.dim[0], a.dim[1], a.dim[2], a.dim[3]}>::value;
+  } else if constexpr (E.kind == needs_4d_input) {
+    return diag::layer_needs_a_4d_input<layer, diag::input_nc{a.dim[0], a.dim[1]}>::value;
+  } else if constexpr (E.kind == pool_larger_than_input) {
+    return diag::pool_window_must_fit_input<layer, diag::window_size{E.x}, diag::input_height{a.dim[1]},
+                                            diag::input_width{a.dim[2]}>::value;
+  } else {
+    return diag::layer_path_too_long<layer, diag::max_characters{E.x}>::value;
+  }
+}
+
+}  // namespace ipu::detail

@@ -1,0 +1,17 @@
+#pragma once
+/// \file
+/// Umbrella header: everything a user of ipu needs.
+#include <ipu/version.hpp>
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/core/fixed_string.hpp>
+#include <ipu/core/shape.hpp>
+
+#include <ipu/graph/compose.hpp>
+#include <ipu/graph/layers.hpp>
+#include <ipu/graph/node.hpp>
+#include <ipu/graph/queries.hpp>
+
+#include <ipu/models/resnext.hpp>
+
+#include <ipu/report/summary.hpp>

@@ -1,0 +1,89 @@
+#pragma once
+/// \file
+/// The ResNet / ResNeXt family, written with the public graph language exactly as a user would.
+///
+/// `resnext<DType, Batch, Layers, Cardinality, WidthPerGroup, ...>` follows torchvision: a stem
+/// (7x7/2 conv, batch norm, relu, 3x3/2 max pool), four stages of bottleneck blocks with
+/// `{3,4,6,3}`, `{3,4,23,3}` or `{3,8,36,3}` blocks for 50, 101 or 152 layers, global average
+/// pooling and a dense classifier. A bottleneck is 1x1 conv, grouped 3x3 conv, 1x1 conv (each
+/// followed by batch norm, the first two by relu), plus a shortcut; its width is
+/// `planes * WidthPerGroup / 64 * Cardinality` with `planes = 64, 128, 256, 512`, and it
+/// expands to `4 * planes` channels. The first block of a stage has a projection shortcut.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/graph/compose.hpp>
+#include <ipu/graph/layers.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace ipu::models {
+
+/// Where the first block of a stage downsamples.
+enum class stride_at : std::uint8_t {
+  grouped_conv,  ///< on the 3x3 conv, as torchvision ("ResNet v1.5") and the published counts
+  first_conv,    ///< on the first 1x1 conv, as the original paper and the TensorFlow seed do
+};
+
+namespace detail {
+
+template <int Width, int Out, int Stride, int Groups, stride_at At>
+inline constexpr auto bottleneck_body =
+    nn::conv<Width, 1, At == stride_at::first_conv ? Stride : 1> | nn::batch_norm | nn::relu |
+    nn::conv<Width, 3, At == stride_at::grouped_conv ? Stride : 1, Groups> | nn::batch_norm | nn::relu |
+    nn::conv<Out, 1> | nn::batch_norm;
+
+template <int Planes, int Blocks, int Stride, int Cardinality, int WidthPerGroup, stride_at At>
+inline constexpr auto stage = [] {
+  constexpr int width = Planes * WidthPerGroup / 64 * Cardinality;
+  constexpr int out = 4 * Planes;
+  constexpr auto first = nn::residual(bottleneck_body<width, out, Stride, Cardinality, At>,
+                                      nn::conv<out, 1, Stride> | nn::batch_norm) |
+                         nn::relu;
+  return first | nn::repeat<Blocks - 1>(nn::residual(bottleneck_body<width, out, 1, Cardinality, At>) | nn::relu);
+}();
+
+template <int Layers, int Stage>
+inline constexpr int blocks_in_stage = [] {
+  constexpr int table[3][4] = {{3, 4, 6, 3}, {3, 4, 23, 3}, {3, 8, 36, 3}};
+  return table[Layers == 50 ? 0 : Layers == 101 ? 1 : 2][Stage];
+}();
+
+template <class DType, int Batch, int Layers, int Cardinality, int WidthPerGroup, int InChannels, int Classes,
+          int ImageSize, stride_at At>
+inline constexpr auto resnext_graph =
+    input<DType, Batch, ImageSize, ImageSize, InChannels> |
+    nn::scope<"stem">(nn::conv<64, 7, 2> | nn::batch_norm | nn::relu | nn::max_pool<3, 2>) |
+    nn::scope<"stage1">(stage<64, blocks_in_stage<Layers, 0>, 1, Cardinality, WidthPerGroup, At>) |
+    nn::scope<"stage2">(stage<128, blocks_in_stage<Layers, 1>, 2, Cardinality, WidthPerGroup, At>) |
+    nn::scope<"stage3">(stage<256, blocks_in_stage<Layers, 2>, 2, Cardinality, WidthPerGroup, At>) |
+    nn::scope<"stage4">(stage<512, blocks_in_stage<Layers, 3>, 2, Cardinality, WidthPerGroup, At>) |
+    nn::global_avg_pool | nn::dense<Classes>;
+
+}  // namespace detail
+
+/// ResNeXt (ResNet when `Cardinality == 1` and `WidthPerGroup == 64`) as a graph type.
+template <ElementType DType, int Batch, int Layers, int Cardinality, int WidthPerGroup, int InChannels = 3,
+          int Classes = 1000, int ImageSize = 224, stride_at At = stride_at::grouped_conv>
+  requires(Layers == 50 || Layers == 101 || Layers == 152) && (Batch > 0) && (Cardinality > 0) &&
+          (WidthPerGroup > 0)
+using resnext = std::remove_cvref_t<decltype(detail::resnext_graph<DType, Batch, Layers, Cardinality, WidthPerGroup,
+                                                                   InChannels, Classes, ImageSize, At>)>;
+
+/// ResNet-50 (torchvision's `resnet50`): 25,557,032 parameters at 3 input channels.
+template <ElementType DType, int Batch, int InChannels = 3>
+using resnet50 = resnext<DType, Batch, 50, 1, 64, InChannels>;
+/// ResNet-101.
+template <ElementType DType, int Batch, int InChannels = 3>
+using resnet101 = resnext<DType, Batch, 101, 1, 64, InChannels>;
+/// ResNet-152.
+template <ElementType DType, int Batch, int InChannels = 3>
+using resnet152 = resnext<DType, Batch, 152, 1, 64, InChannels>;
+/// ResNeXt-50 32x4d: 25,028,904 parameters at 3 input channels.
+template <ElementType DType, int Batch, int InChannels = 3>
+using resnext50_32x4d = resnext<DType, Batch, 50, 32, 4, InChannels>;
+/// ResNeXt-101 32x4d, the network of the TensorFlow inference seed (which uses 4 input channels).
+template <ElementType DType, int Batch, int InChannels = 3>
+using resnext101_32x4d = resnext<DType, Batch, 101, 32, 4, InChannels>;
+
+}  // namespace ipu::models

@@ -1,0 +1,29 @@
+// The example at the top of docs/graph-language.md, compiled. Keep the two in step.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdint>
+
+namespace nn = ipu::nn;
+
+namespace {
+constexpr auto net = ipu::input<ipu::f32, 8, 32, 32, 3>            // batch 8, 32x32 RGB, NHWC
+    | nn::conv<32, 3> | nn::batch_norm | nn::relu
+    | nn::scope<"stage1">(nn::residual(nn::conv<32, 3> | nn::batch_norm | nn::relu
+                                       | nn::conv<32, 3> | nn::batch_norm) | nn::relu)
+    | ipu::on<1>(nn::global_avg_pool | nn::dense<10> | nn::softmax);
+using net_t = decltype(net);
+
+static_assert(ipu::output_shape_v<net_t> == std::array<std::int64_t, 2>{8, 10});
+// By hand: 3*3*3*32 + 64 + 2 * (3*3*32*32 + 64) + 32*10 + 10.
+static_assert(ipu::param_count_v<net_t> == 864 + 64 + 2 * (9216 + 64) + 330);
+}  // namespace
+
+TEST_CASE("graph language guide: paths and placement of the example", "[docs]") {
+  constexpr auto& t = ipu::node_table_v<net_t>;
+  STATIC_REQUIRE(ipu::find_node(t, "stage1.block1.conv2") > 0);
+  STATIC_REQUIRE(t[ipu::find_node(t, "dense1")].ipu == 1);
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage1.relu1")].ipu == 0);
+}

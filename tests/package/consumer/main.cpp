@@ -1,0 +1,61 @@
+// Uses ipu the way a program outside the source tree does. It is built through
+// find_package (consumer/CMakeLists.txt), through pkg-config, and through add_subdirectory
+// (subdir_consumer/), so everything here must come from <ipu/ipu.hpp> and the usage
+// requirements of ipu::ipu.
+#include <ipu/ipu.hpp>
+
+#include <boost/hana/fold_left.hpp>
+#include <boost/hana/tuple.hpp>
+#include <Eigen/Core>
+#include <range/v3/numeric/accumulate.hpp>
+#include <range/v3/view/iota.hpp>
+#include <range/v3/view/transform.hpp>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+static_assert(__cplusplus >= 202002L, "ipu::ipu must bring C++20 to its users");
+
+int main() {
+  int failures = 0;
+  auto check = [&failures](bool ok, const char* what) {
+    if (!ok) {
+      std::printf("FAILED: %s\n", what);
+      ++failures;
+    }
+  };
+
+  std::printf("ipu %s\n", ipu::version);
+  check(std::strlen(ipu::version) > 0, "ipu::version is not empty");
+
+  // The dependencies come with ipu::ipu.
+  constexpr auto sum = boost::hana::fold_left(boost::hana::make_tuple(1, 2, 3), 0,
+                                              [](int a, int b) { return a + b; });
+  static_assert(sum == 6);
+
+  Eigen::Matrix2f m;
+  m << 1.0f, 2.0f, 3.0f, 4.0f;
+  check((m * Eigen::Vector2f{1.0f, 1.0f}).isApprox(Eigen::Vector2f{3.0f, 7.0f}), "Eigen");
+
+  auto squares = ranges::views::iota(1, 4) | ranges::views::transform([](int i) { return i * i; });
+  check(ranges::accumulate(squares, 0) == 14, "range-v3");
+
+  // ---- Graph query -------------------------------------------------------------------------
+  // A graph built and checked by the compiler through the installed headers.
+  namespace nn = ipu::nn;
+  constexpr auto net = ipu::input<ipu::f32, 2, 16, 16, 3> | nn::conv<8, 3, 2> | nn::batch_norm | nn::relu |
+                       nn::residual(nn::conv<8, 3, 1, 4> | nn::batch_norm) | nn::global_avg_pool | nn::dense<5>;
+  using net_t = decltype(net);
+  static_assert(ipu::output_shape_v<net_t> == std::array<std::int64_t, 2>{2, 5});
+  // 3*3*3*8 + 2*8 + 3*3*2*8 + 2*8 + 8*5 + 5
+  static_assert(ipu::param_count_v<net_t> == 216 + 16 + 144 + 16 + 45);
+  check(ipu::summary<net_t>().str().find("block1.add") != std::string::npos, "summary");
+  check(ipu::param_count_v<ipu::models::resnet50<ipu::f32, 1>> == 25'557'032, "model zoo");
+  // ------------------------------------------------------------------------------------------
+
+  std::printf("%s\n", failures == 0 ? "consumer ok" : "consumer FAILED");
+  return failures == 0 ? 0 : 1;
+}

@@ -14,4 +14,10 @@
 
 #include <ipu/models/resnext.hpp>
 
+#include <ipu/plan/liveness.hpp>
+
+#include <ipu/target/chip.hpp>
+#include <ipu/target/mapping.hpp>
+#include <ipu/target/options.hpp>
+
 #include <ipu/report/summary.hpp>

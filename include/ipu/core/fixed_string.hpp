@@ -46,7 +46,10 @@ struct path_string {
   constexpr path_string& append(std::int64_t v) noexcept {
     char digits[20]{};
     std::size_t n = 0;
-    if (v < 0) append("-"), v = -v;
+    if (v < 0) {
+      append("-");
+      v = -v;
+    }
     do digits[n++] = static_cast<char>('0' + v % 10); while ((v /= 10) != 0);
     while (n > 0) append(std::string_view(&digits[--n], 1));
     return *this;

@@ -21,8 +21,6 @@ struct in_layer {
     for (std::size_t i = 0; i + 1 < N; ++i) path[i] = p.text[i];
   }
 };
-template <std::size_t N>
-in_layer(const char (&)[N]) -> in_layer<N>;
 
 struct input_channels { std::int64_t value; };
 struct filters { std::int64_t value; };

@@ -6,6 +6,7 @@
 #include <ipu/graph/node.hpp>
 
 #include <concepts>
+#include <type_traits>
 
 namespace ipu {
 

@@ -6,6 +6,7 @@
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <iomanip>
 #include <ostream>

@@ -46,12 +46,9 @@ struct activation_liveness {
 template <std::size_t N>
 constexpr activation_liveness<N> activation_liveness_on(const std::array<node, N>& table, int ipu) noexcept {
   const std::array<int, N> last = last_use(table);
-  // first and last step at which a copy of output j is held on `ipu`
-  std::array<int, N> from{}, to{};
-  for (std::size_t j = 0; j < N; ++j) {
-    from[j] = static_cast<int>(j);
-    to[j] = table[j].ipu == ipu ? last[j] : -1;
-  }
+  // last step at which a copy of output j is held on `ipu` (-1: never); it is held from step j
+  std::array<int, N> to{};
+  for (std::size_t j = 0; j < N; ++j) to[j] = table[j].ipu == ipu ? last[j] : -1;
   for (std::size_t i = 0; i < N; ++i)
     if (table[i].ipu == ipu)
       for (int src : {table[i].input, table[i].shortcut})
@@ -61,7 +58,7 @@ constexpr activation_liveness<N> activation_liveness_on(const std::array<node, N
   for (std::size_t j = 0; j < N; ++j) {
     if (to[j] < 0) continue;
     const std::int64_t bytes = table[j].out.elements() * size_of(table[j].type);
-    born[static_cast<std::size_t>(from[j])] += bytes;
+    born[j] += bytes;
     dies[static_cast<std::size_t>(to[j])] += bytes;
   }
   activation_liveness<N> result;

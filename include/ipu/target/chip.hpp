@@ -26,8 +26,10 @@ struct chip_spec {
 
   /// SRAM of the whole IPU.
   constexpr std::int64_t bytes_per_ipu() const noexcept { return bytes_per_tile * tiles; }
-  /// Grain of the linear tile mapping, in elements of `element_bytes`.
-  constexpr std::int64_t grain(std::int64_t element_bytes) const noexcept { return vector_bytes / element_bytes; }
+  /// Grain of the linear tile mapping: one vector, in elements of `element_bytes` (at least 1).
+  constexpr std::int64_t grain(std::int64_t element_bytes) const noexcept {
+    return element_bytes >= vector_bytes ? 1 : vector_bytes / element_bytes;
+  }
   constexpr bool operator==(const chip_spec&) const = default;
 };
 

@@ -61,7 +61,7 @@ constexpr linear_mapping map_linearly(std::int64_t elements, std::int64_t elemen
   linear_mapping m;
   m.elements = elements;
   m.first_tile = first_tile;
-  m.grain = std::max<std::int64_t>(1, chip.vector_bytes / element_bytes);
+  m.grain = chip.grain(element_bytes);
   if (elements <= 0) return m;
   const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
   m.grains = ceil_div(elements, m.grain);

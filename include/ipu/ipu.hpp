@@ -14,10 +14,13 @@
 
 #include <ipu/models/resnext.hpp>
 
+#include <ipu/plan/auto_shard.hpp>
 #include <ipu/plan/liveness.hpp>
+#include <ipu/plan/plan.hpp>
 
 #include <ipu/target/chip.hpp>
 #include <ipu/target/mapping.hpp>
 #include <ipu/target/options.hpp>
 
+#include <ipu/report/memory_report.hpp>
 #include <ipu/report/summary.hpp>

@@ -52,6 +52,7 @@ struct linear_mapping {
     std::int64_t p = ((g + 1) * parts - 1) / grains;
     return first_tile + static_cast<int>(p);
   }
+  constexpr bool operator==(const linear_mapping&) const = default;
 };
 
 /// The linear mapping of `elements` elements of `element_bytes` bytes over the tiles of `chip`,

@@ -21,6 +21,21 @@ struct ratio {
   constexpr bool operator==(const ratio&) const = default;
 };
 
+/// Per-tile fixed costs of a program: code, vertex state and control. Poplar publishes no
+/// formula for these; the defaults are round figures of the right order for a Poplar program
+/// (a few KiB of runtime, a few KiB per codelet, tens of bytes per vertex), not measurements.
+/// Override them with the numbers of a real profile (`popvision` "always-live" code and vertex
+/// state) to make the plan match a given SDK. All are always-live.
+struct fixed_costs {
+  std::int64_t runtime_bytes = 8'192;     ///< every tile: supervisor runtime and program skeleton
+  std::int64_t codelet_bytes = 2'048;     ///< every tile, per distinct op kind placed on the IPU
+  std::int64_t vertex_state_bytes = 32;   ///< per vertex; a working tile runs one vertex per worker
+  std::int64_t control_bytes = 32;        ///< every tile, per step of its IPU: program and sync entries
+  std::int64_t exchange_code_bytes = 64;  ///< per working tile and step: exchange code
+
+  constexpr bool operator==(const fixed_costs&) const = default;
+};
+
 /// Options that change a plan.
 struct options {
   /// Per-tile bound on the temporary memory of convolutions and matmuls, as a proportion of
@@ -28,6 +43,8 @@ struct options {
   ratio available_memory_proportion{3, 5};
   /// Type of the partial sums of convolutions and matmuls (f32 by default, as on the IPU).
   dtype partials = dtype::f32;
+  /// The fixed-cost model: code, vertex state and control tables per tile.
+  fixed_costs fixed{};
 
   constexpr bool operator==(const options&) const = default;
 };

@@ -1,0 +1,274 @@
+#pragma once
+/// \file
+/// `ipu::auto_shard<G, Target>`: `G` with its blocks placed over the IPUs of `Target`, as a
+/// graph type of its own (`ipu::on<I>` around runs of blocks), balancing estimated cycles while
+/// every IPU fits.
+///
+/// The units of placement are the atoms of `G`: its layers and residual blocks, found through
+/// sequences, scopes and `on<>` (whose placement is replaced), each copy of a `repeat<N>` being
+/// one atom. Node paths are unchanged. The placement is the split of the atoms into at most
+/// `Target::ipus` runs that minimises the largest run's estimated cycles, subject to each run
+/// fitting one IPU by a per-tile upper bound (each term at its fullest tile); the bound is
+/// monotone, so a greedy fill per candidate bottleneck, inside a binary search, finds the best
+/// split. `require_fit<auto_shard<G, Target>, Target>` then checks the result exactly.
+
+#include <ipu/graph/compose.hpp>
+#include <ipu/graph/detail/lower.hpp>
+#include <ipu/graph/diagnostics.hpp>
+#include <ipu/plan/plan.hpp>
+#include <ipu/target/chip.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace ipu {
+
+namespace diag {
+struct atoms_in_graph { std::int64_t value; };
+struct bytes_needed_alone { std::int64_t value; };
+
+template <auto Layer, ipus_in_target Ipus, bytes_needed_alone Needed, bytes_available Available>
+struct auto_shard_found_no_placement {
+  static_assert(Needed.value <= Available.value && Ipus.value < 0,
+                "ipu: auto_shard found no placement of the graph on the target's IPUs where every IPU fits; "
+                "the layer named here needs the most memory; use more IPUs or a smaller batch");
+  static constexpr bool value = false;
+};
+}  // namespace diag
+
+namespace detail {
+
+// ---- atoms ----------------------------------------------------------------------------------
+
+template <class T> inline constexpr int atom_count = 1;  // a layer or a residual block
+template <class... B> inline constexpr int atom_count<nn::seq_t<B...>> = [] {
+  int n = 0;
+  for (int c : {0, atom_count<B>...}) n += c;
+  return n;
+}();
+template <fixed_string Name, class B> inline constexpr int atom_count<nn::scope_t<Name, B>> = atom_count<B>;
+template <int I, class B> inline constexpr int atom_count<on_t<I, B>> = atom_count<B>;
+template <int C, class B> inline constexpr int atom_count<nn::repeat_t<C, B>> = C;
+
+/// Writes the node count of each atom of `T`, from `atoms[at]` on.
+template <class T>
+struct atom_sizes {
+  template <std::size_t A>
+  static constexpr void write(std::array<int, A>& atoms, int& at) {
+    atoms[static_cast<std::size_t>(at++)] = node_count<T>;
+  }
+};
+template <class... B>
+struct atom_sizes<nn::seq_t<B...>> {
+  template <std::size_t A>
+  static constexpr void write(std::array<int, A>& atoms, int& at) {
+    (void)std::initializer_list<int>{0, (atom_sizes<B>::write(atoms, at), 0)...};
+  }
+};
+template <fixed_string Name, class B>
+struct atom_sizes<nn::scope_t<Name, B>> : atom_sizes<B> {};
+template <int I, class B>
+struct atom_sizes<on_t<I, B>> : atom_sizes<B> {};
+template <int C, class B>
+struct atom_sizes<nn::repeat_t<C, B>> {
+  template <std::size_t A>
+  static constexpr void write(std::array<int, A>& atoms, int& at) {
+    for (int i = 0; i < C; ++i) atoms[static_cast<std::size_t>(at++)] = node_count<B>;
+  }
+};
+
+/// A chip target of one IPU, for planning a graph before it is placed.
+template <Target T>
+struct one_ipu {
+  static constexpr chip_spec chip = T::chip;
+  static constexpr int ipus = 1;
+  static constexpr const char* name = T::name;
+};
+
+/// The placement: the IPU of each atom, or the atom that fits no IPU on its own.
+template <std::size_t A>
+struct placement {
+  std::array<int, A> ipu{};
+  int failed_atom = -1;          ///< -1 when a placement was found
+  std::int64_t failed_bytes = 0; ///< the upper bound of the failed atom alone
+  int first_node = 0;            ///< first node of the failed atom
+};
+
+/// Splits the atoms (node counts `sizes`, after the input node) of the unplaced plan `p` over
+/// `ipus` IPUs; see the file comment.
+template <std::size_t A, std::size_t N>
+consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N, 1>& p, int ipus) {
+  // Per node: cycles, always-live upper bound, and the bound of its step's not-always-live bytes.
+  const fixed_costs& fixed = p.opts.fixed;
+  std::array<std::int64_t, N> cycles{}, always{}, step{};
+  const std::array<int, N> last = last_use(*p.table);
+  std::array<std::int64_t, N> dies{};
+  std::int64_t live = 0;
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    const node_plan& np = p.plan_of(j);
+    const std::int64_t bytes = size_of(p.at(j).type);
+    const std::int64_t act = std::max(np.output.max_elements_per_tile(), np.copy.max_elements_per_tile()) * bytes;
+    live += act;
+    dies[static_cast<std::size_t>(last[static_cast<std::size_t>(j)])] += act;
+    cycles[static_cast<std::size_t>(j)] = np.cycles;
+    always[static_cast<std::size_t>(j)] = fixed.control_bytes + p.step_code_on(j, 0);
+    for (int w = 0; w < np.weight_tensors; ++w)
+      always[static_cast<std::size_t>(j)] +=
+          np.weights[static_cast<std::size_t>(w)].max_elements_per_tile() * np.weight_bytes[static_cast<std::size_t>(w)];
+    step[static_cast<std::size_t>(j)] = live + np.transient_max.total() + np.copy.max_elements_per_tile() * bytes;
+    live -= dies[static_cast<std::size_t>(j)];
+  }
+  const std::int64_t base = fixed.runtime_bytes + op_count * fixed.codelet_bytes;
+  // Per atom: its node range; atom 0 also holds the input node.
+  std::array<std::int64_t, A> atom_cycles{}, atom_always{}, atom_step{};
+  std::array<int, A> atom_first{};
+  int node = 0;
+  for (std::size_t a = 0; a < A; ++a) {
+    atom_first[a] = node;
+    const int end = node + sizes[a] + (a == 0 ? 1 : 0);
+    for (; node < end; ++node) {
+      atom_cycles[a] += cycles[static_cast<std::size_t>(node)];
+      atom_always[a] += always[static_cast<std::size_t>(node)];
+      atom_step[a] = std::max(atom_step[a], step[static_cast<std::size_t>(node)]);
+    }
+  }
+  const std::int64_t capacity = p.chip.bytes_per_tile;
+  placement<A> result;
+  for (std::size_t a = 0; a < A; ++a)
+    if (base + atom_always[a] + atom_step[a] > capacity) {
+      result.failed_atom = static_cast<int>(a);
+      result.failed_bytes = base + atom_always[a] + atom_step[a];
+      result.first_node = atom_first[a];
+      return result;
+    }
+  // Greedy fill under a cycle bottleneck: the number of runs it needs, and the assignment.
+  const auto fill = [&](std::int64_t bottleneck, std::array<int, A>& assign) {
+    int run = 0;
+    std::int64_t run_cycles = 0, run_always = 0, run_step = 0;
+    for (std::size_t a = 0; a < A; ++a) {
+      const bool fits = run_cycles + atom_cycles[a] <= bottleneck &&
+                        base + run_always + atom_always[a] + std::max(run_step, atom_step[a]) <= capacity;
+      if (a > 0 && !fits) ++run, run_cycles = run_always = run_step = 0;
+      run_cycles += atom_cycles[a];
+      run_always += atom_always[a];
+      run_step = std::max(run_step, atom_step[a]);
+      assign[a] = run;
+    }
+    return run + 1;
+  };
+  std::int64_t lo = 0, hi = 0;
+  for (std::size_t a = 0; a < A; ++a) lo = std::max(lo, atom_cycles[a]), hi += atom_cycles[a];
+  std::array<int, A> assign{};
+  if (fill(hi, assign) > ipus) {  // memory alone needs more IPUs than the target has
+    result.failed_atom = 0;
+    for (std::size_t a = 0; a < A; ++a)
+      if (base + atom_always[a] + atom_step[a] > result.failed_bytes)
+        result.failed_bytes = base + atom_always[a] + atom_step[a], result.first_node = atom_first[a];
+    return result;
+  }
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (fill(mid, assign) <= ipus) hi = mid;
+    else lo = mid + 1;
+  }
+  fill(lo, result.ipu);
+  return result;
+}
+
+template <class G, class T>
+struct shard_info;
+template <class In, class... Bs, class T>
+struct shard_info<graph<In, Bs...>, T> {
+  using graph_t = graph<In, Bs...>;
+  static constexpr std::size_t atoms = static_cast<std::size_t>(atom_count<nn::seq_t<Bs...>>);
+  static constexpr std::array<int, atoms> sizes = [] {
+    std::array<int, atoms> s{};
+    int at = 0;
+    atom_sizes<nn::seq_t<Bs...>>::write(s, at);
+    return s;
+  }();
+  static constexpr const auto& unplaced = plan_v<graph_t, one_ipu<T>>;
+  static constexpr placement<atoms> raw = place_atoms(sizes, unplaced, T::ipus);
+  static constexpr bool valid = [] {
+    if constexpr (raw.failed_atom < 0) {
+      return true;
+    } else {
+      constexpr path_string path = unplaced.at(raw.first_node).path;
+      return diag::auto_shard_found_no_placement<diag::in_layer<path.length + 1>{path},
+                                                 diag::ipus_in_target{T::ipus},
+                                                 diag::bytes_needed_alone{raw.failed_bytes},
+                                                 diag::bytes_available{T::chip.bytes_per_tile}>::value;
+    }
+  }();
+  static constexpr const std::array<int, atoms>& assign = raw.ipu;
+};
+
+// ---- the placed type ------------------------------------------------------------------------
+
+template <class T, auto Assign, int First>
+struct placed {
+  using type = on_t<Assign[static_cast<std::size_t>(First)], as_seq_t<T>>;
+};
+template <class... B, auto Assign, int First>
+struct placed<nn::seq_t<B...>, Assign, First> {
+  static constexpr std::array<int, sizeof...(B) + 1> offsets = [] {
+    std::array<int, sizeof...(B) + 1> o{};
+    int at = First, i = 0;
+    for (int c : {atom_count<B>...}) o[static_cast<std::size_t>(i++)] = at, at += c;
+    o[sizeof...(B)] = at;
+    return o;
+  }();
+  template <std::size_t... I>
+  static auto make(std::index_sequence<I...>)
+      -> nn::seq_t<typename placed<B, Assign, offsets[I]>::type...>;
+  using type = decltype(make(std::index_sequence_for<B...>{}));
+};
+template <fixed_string Name, class B, auto Assign, int First>
+struct placed<nn::scope_t<Name, B>, Assign, First> {
+  using type = nn::scope_t<Name, as_seq_t<typename placed<B, Assign, First>::type>>;
+};
+template <int I, class B, auto Assign, int First>
+struct placed<on_t<I, B>, Assign, First> : placed<B, Assign, First> {};
+template <int C, class B, auto Assign, int First>
+struct placed<nn::repeat_t<C, B>, Assign, First> {
+  // Runs of consecutive copies on one IPU: [start of run r, start of run r + 1).
+  static constexpr auto runs = [] {
+    std::array<int, static_cast<std::size_t>(C) + 1> starts{};
+    int n = 0;
+    for (int i = 0; i < C; ++i)
+      if (i == 0 || Assign[static_cast<std::size_t>(First + i)] != Assign[static_cast<std::size_t>(First + i - 1)])
+        starts[static_cast<std::size_t>(n++)] = i;
+    starts[static_cast<std::size_t>(n)] = C;
+    return std::pair{starts, n};
+  }();
+  template <std::size_t... R>
+  static auto make(std::index_sequence<R...>)
+      -> nn::seq_t<on_t<Assign[static_cast<std::size_t>(First + runs.first[R])],
+                        nn::seq_t<nn::repeat_t<runs.first[R + 1] - runs.first[R], B>>>...>;
+  using type = decltype(make(std::make_index_sequence<static_cast<std::size_t>(runs.second)>{}));
+};
+
+template <class G, class T>
+struct auto_shard_of;
+template <class In, class... Bs, class T>
+struct auto_shard_of<graph<In, Bs...>, T> {
+  using seq = typename placed<nn::seq_t<Bs...>, shard_info<graph<In, Bs...>, T>::assign, 0>::type;
+  template <class... P>
+  static auto make(nn::seq_t<P...>) -> graph<In, P...>;
+  using placed_t = decltype(make(seq{}));
+  // Naming `valid` reports a failed placement; the type is then the unplaced one.
+  using type = std::conditional_t<shard_info<graph<In, Bs...>, T>::valid, placed_t, graph<In, Bs...>>;
+};
+
+}  // namespace detail
+
+/// `G` placed over the IPUs of `T` (see the file comment); a compile error names the layer
+/// that fits no IPU when there is no such placement.
+template <Graph G, Target T>
+using auto_shard = typename detail::auto_shard_of<std::remove_cvref_t<G>, T>::type;
+
+}  // namespace ipu

@@ -1,0 +1,100 @@
+#pragma once
+/// \file
+/// Compile errors of planning: a tile out of memory, an IPU index outside the target, an
+/// invalid `available_memory_proportion`. As for graph errors, each is a class template whose
+/// name states the problem and whose arguments are labelled numbers, instantiated once from
+/// the finished plan's values, never from the graph type.
+
+#include <ipu/graph/diagnostics.hpp>
+#include <ipu/core/fixed_string.hpp>
+#include <ipu/plan/memory.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ipu::diag {
+
+/// The category holding the most bytes of the failing tile, as a type both compilers print
+/// by name.
+struct largest_is_weights {};
+struct largest_is_code {};
+struct largest_is_activations {};
+struct largest_is_temporaries {};
+struct largest_is_exchange {};
+
+struct on_ipu { int value; };
+struct on_tile { int value; };
+struct bytes_needed { std::int64_t value; };
+struct bytes_available { std::int64_t value; };
+/// The tile's bytes by category at the failing step.
+struct weights { std::int64_t bytes; };
+struct code { std::int64_t bytes; };
+struct activations { std::int64_t bytes; };
+struct temporaries { std::int64_t bytes; };
+struct exchange { std::int64_t bytes; };
+struct ipu_index { std::int64_t value; };
+struct ipus_in_target { std::int64_t value; };
+struct numerator { std::int64_t value; };
+struct denominator { std::int64_t value; };
+
+template <on_ipu Ipu, on_tile Tile, auto Layer, class Largest, bytes_needed Needed, bytes_available Available,
+          weights W, code C, activations A, temporaries T, exchange E>
+struct tile_out_of_memory {
+  static_assert(Needed.value <= Available.value,
+                "ipu: a tile needs more memory than it has; place part of the model on another IPU "
+                "(ipu::on<I> or ipu::auto_shard), or lower the batch size or available_memory_proportion");
+  static constexpr bool value = false;
+};
+
+template <auto Layer, ipu_index Index, ipus_in_target Ipus>
+struct ipu_index_outside_system {
+  static_assert(Index.value < Ipus.value,
+                "ipu: a block is placed with ipu::on<I> on an IPU the target does not have; use "
+                "ipu::system<Chip, N> with more IPUs");
+  static constexpr bool value = false;
+};
+
+template <numerator Num, denominator Den>
+struct available_memory_proportion_must_be_in_0_1 {
+  static_assert(Num.value > 0 && Den.value > 0 && Num.value <= Den.value,
+                "ipu: options::available_memory_proportion must be a ratio in (0, 1], e.g. {3, 10}");
+  static constexpr bool value = false;
+};
+
+}  // namespace ipu::diag
+
+namespace ipu::detail {
+
+/// Instantiates the out-of-memory diagnostic for the peak `M` of IPU `Ipu`, at layer `Path`.
+template <int Ipu, ipu_memory M, path_string Path>
+consteval bool report_out_of_memory() {
+  constexpr auto layer = diag::in_layer<Path.length + 1>{Path};
+  using largest = decltype([] {
+    if constexpr (M.at_peak.largest() == memory_category::weights) return diag::largest_is_weights{};
+    else if constexpr (M.at_peak.largest() == memory_category::code) return diag::largest_is_code{};
+    else if constexpr (M.at_peak.largest() == memory_category::activations) return diag::largest_is_activations{};
+    else if constexpr (M.at_peak.largest() == memory_category::temporaries) return diag::largest_is_temporaries{};
+    else return diag::largest_is_exchange{};
+  }());
+  return diag::tile_out_of_memory<diag::on_ipu{Ipu}, diag::on_tile{M.peak_tile}, layer, largest,
+                                  diag::bytes_needed{M.peak}, diag::bytes_available{M.capacity},
+                                  diag::weights{M.at_peak.weights}, diag::code{M.at_peak.code},
+                                  diag::activations{M.at_peak.activations},
+                                  diag::temporaries{M.at_peak.temporaries},
+                                  diag::exchange{M.at_peak.exchange}>::value;
+}
+
+/// Instantiates the diagnostic for plan error `E` (at the layer `Path`); true when there is none.
+template <plan_error E, path_string Path>
+consteval bool report_plan_error() {
+  if constexpr (E.kind == plan_error_kind::none) {
+    return true;
+  } else if constexpr (E.kind == plan_error_kind::ipu_outside_system) {
+    constexpr auto layer = diag::in_layer<Path.length + 1>{Path};
+    return diag::ipu_index_outside_system<layer, diag::ipu_index{E.x}, diag::ipus_in_target{E.y}>::value;
+  } else {
+    return diag::available_memory_proportion_must_be_in_0_1<diag::numerator{E.x}, diag::denominator{E.y}>::value;
+  }
+}
+
+}  // namespace ipu::detail

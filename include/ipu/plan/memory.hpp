@@ -1,0 +1,86 @@
+#pragma once
+/// \file
+/// Bytes by memory category, the plan of one IPU, and what makes a graph unplannable.
+
+#include <cstdint>
+#include <string_view>
+
+namespace ipu {
+
+/// The memory categories of a tile. Weights and code are always live; activations,
+/// temporaries and exchange buffers are not, and share addresses when their lifetimes don't
+/// overlap.
+enum class memory_category : std::uint8_t { weights, code, activations, temporaries, exchange };
+
+/// Number of enumerators in `memory_category`.
+inline constexpr int memory_category_count = 5;
+
+/// `"weights"`, `"code"`, `"activations"`, `"temporaries"` or `"exchange"`.
+constexpr std::string_view name_of(memory_category c) noexcept {
+  constexpr std::string_view names[memory_category_count] = {"weights", "code", "activations", "temporaries",
+                                                             "exchange"};
+  return names[static_cast<int>(c)];
+}
+
+/// Bytes of one tile (or one IPU), by category.
+struct memory_bytes {
+  std::int64_t weights = 0;
+  std::int64_t code = 0;         ///< code, vertex state and control tables
+  std::int64_t activations = 0;
+  std::int64_t temporaries = 0;  ///< partial sums of conv and dense layers
+  std::int64_t exchange = 0;     ///< buffers receiving input windows, weights and inter-IPU copies
+
+  constexpr std::int64_t always_live() const noexcept { return weights + code; }
+  constexpr std::int64_t not_always_live() const noexcept { return activations + temporaries + exchange; }
+  constexpr std::int64_t total() const noexcept { return always_live() + not_always_live(); }
+  constexpr std::int64_t operator[](memory_category c) const noexcept {
+    switch (c) {
+      case memory_category::weights: return weights;
+      case memory_category::code: return code;
+      case memory_category::activations: return activations;
+      case memory_category::temporaries: return temporaries;
+      default: return exchange;
+    }
+  }
+  /// The category with the most bytes (the first one on a tie).
+  constexpr memory_category largest() const noexcept {
+    memory_category best = memory_category::weights;
+    for (int c = 1; c < memory_category_count; ++c)
+      if ((*this)[memory_category{static_cast<std::uint8_t>(c)}] > (*this)[best])
+        best = memory_category{static_cast<std::uint8_t>(c)};
+    return best;
+  }
+  constexpr memory_bytes& operator+=(const memory_bytes& o) noexcept {
+    weights += o.weights, code += o.code, activations += o.activations;
+    temporaries += o.temporaries, exchange += o.exchange;
+    return *this;
+  }
+  constexpr bool operator==(const memory_bytes&) const = default;
+};
+
+/// The plan of one IPU.
+struct ipu_memory {
+  std::int64_t capacity = 0;     ///< bytes per tile
+  std::int64_t peak = 0;         ///< most bytes on any tile at any step
+  int peak_tile = -1;            ///< the tile of the peak (lowest on a tie)
+  int peak_step = -1;            ///< the node running at the peak (earliest on a tie); -1: no node
+  memory_bytes at_peak{};        ///< the peak tile's bytes at the peak step, by category
+  /// Summed over the IPU's tiles: weights and code; for the not-always-live categories, the
+  /// largest sum over the IPU's steps.
+  memory_bytes totals{};
+  std::int64_t max_always_live = 0;  ///< the largest always-live bytes of a tile
+  int nodes = 0;                 ///< nodes placed on the IPU
+  std::int64_t cycles = 0;       ///< estimated cycles of the IPU's steps
+  bool fits = true;              ///< `peak <= capacity`
+};
+
+/// What makes a graph unplannable on a target.
+enum class plan_error_kind : std::uint8_t { none, ipu_outside_system, bad_memory_proportion };
+
+struct plan_error {
+  plan_error_kind kind = plan_error_kind::none;
+  int node = -1;   ///< the node at fault
+  std::int64_t x = 0, y = 0;
+};
+
+}  // namespace ipu

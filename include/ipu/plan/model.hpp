@@ -1,0 +1,177 @@
+#pragma once
+/// \file
+/// The memory model of one step: where a node's output lives, how its work is split over the
+/// tiles, and what transient memory (temporaries and exchange buffers) a tile needs while the
+/// step runs. Everything here is a pure function of one node and the chip; `plan.hpp` puts
+/// the steps together.
+///
+/// **Work units.** A conv or dense layer splits its output into units of one output position
+/// (`n, h, w`) times one block of output channels: one group's channels for a grouped conv
+/// (groups are split across tiles, as PopLibs' `convGroupSplit` does), otherwise the smallest
+/// number of equal channel blocks that gives every tile work. Units are ordered block-major
+/// (all positions of block 0, then block 1, ...) and mapped to tiles with PopLibs' linear rule,
+/// so a tile computes a contiguous run of units and needs the weights of one or two blocks. The
+/// output lives where it is computed. Pooling, global pooling and softmax map their output
+/// linearly element by element; batch norm, relu and add keep the mapping of their input, as
+/// Poplar's element-wise ops clone theirs.
+///
+/// **Transients.** While a step runs, a working tile holds (a) exchange buffers: the input
+/// window its outputs read (whole rows, halos included, gathered into one contiguous buffer the
+/// way the vertices read it) and, for conv and dense, the weights of the channel blocks it
+/// computes; (b) temporaries: the partial sums of the outputs it is computing, in the partials
+/// type. Both are upper bounds written as functions of the number of units the tile holds, so
+/// the fullest tile is the one with the most units. A conv may run its units in `serial`
+/// slices, dividing the window and the partials (not the weights) by up to `serial`.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/graph/node.hpp>
+#include <ipu/plan/memory.hpp>
+#include <ipu/target/chip.hpp>
+#include <ipu/target/mapping.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+namespace ipu {
+
+/// Where a tensor lives: a linear mapping of units of `unit_elements` elements each.
+struct tensor_mapping {
+  linear_mapping units{};
+  std::int64_t unit_elements = 1;
+
+  constexpr std::int64_t elements_on(int tile) const noexcept { return units.elements_on(tile) * unit_elements; }
+  constexpr std::int64_t max_elements_per_tile() const noexcept {
+    return units.max_elements_per_tile() * unit_elements;
+  }
+  /// Tiles holding part of the tensor: `[0, tiles())`.
+  constexpr int tiles() const noexcept { return static_cast<int>(units.parts); }
+  constexpr bool operator==(const tensor_mapping&) const = default;
+};
+
+/// A tensor of `elements` elements of `element_bytes` bytes, mapped element by element.
+constexpr tensor_mapping map_elements(std::int64_t elements, std::int64_t element_bytes,
+                                      const chip_spec& chip) noexcept {
+  return {map_linearly(elements, element_bytes, chip), 1};
+}
+
+/// What a step needs besides the tensors it reads and writes.
+enum class step_kind : std::uint8_t {
+  none,     ///< no transients (input, batch norm, relu, add on matching mappings)
+  conv,     ///< conv or dense: window + weight blocks in exchange, partials in temporaries
+  window,   ///< max or average pooling: input window in exchange
+  reduce,   ///< global average pooling: each output reads `reduce` inputs
+  rows,     ///< softmax: each output reads its whole row
+  remap,    ///< add whose shortcut lives elsewhere: the tile receives its share of the shortcut
+};
+
+/// The shape of a step's work, enough to bound its transients on a tile from the number of
+/// units the tile computes.
+struct step_model {
+  step_kind kind = step_kind::none;
+  std::int64_t positions = 1;       ///< output positions (N * Ho * Wo), or rows for softmax
+  std::int64_t blocks = 1;          ///< output channel blocks (conv, dense)
+  std::int64_t block_channels = 1;  ///< output channels per block (conv, dense), per position otherwise
+  std::int64_t in_channels = 1;     ///< input channels one block reads
+  std::int64_t out_height = 1, out_width = 1;
+  std::int64_t in_height = 1, in_width = 1;
+  std::int64_t images = 1;
+  std::int64_t kernel = 1, stride = 1;
+  std::int64_t reduce = 1;          ///< inputs per output (global pooling)
+  std::int64_t element_bytes = 2;
+  std::int64_t partial_bytes = 4;
+  std::int64_t serial = 1;          ///< serial slices a tile's units run in (conv, dense)
+
+  constexpr bool operator==(const step_model&) const = default;
+};
+
+/// Transient bytes of one tile during a step.
+struct transient_bytes {
+  std::int64_t temporaries = 0;
+  std::int64_t exchange = 0;
+  constexpr std::int64_t total() const noexcept { return temporaries + exchange; }
+};
+
+namespace detail {
+constexpr std::int64_t div_up(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
+
+/// Most runs of `period` a contiguous range of `count` items can touch (`count >= 1`).
+constexpr std::int64_t runs_touched(std::int64_t count, std::int64_t period) noexcept {
+  return (count + period - 2) / period + 1;
+}
+
+/// Input rows (of all images together) that `rows` consecutive output rows read.
+constexpr std::int64_t input_rows(const step_model& s, std::int64_t rows) noexcept {
+  const std::int64_t images = std::min(s.images, runs_touched(rows, s.out_height));
+  const std::int64_t per_image = std::max<std::int64_t>(0, rows - images) * s.stride + images * s.kernel;
+  return std::min(per_image, images * s.in_height);
+}
+
+/// Input elements of the window read by `positions` consecutive output positions of one block.
+constexpr std::int64_t window_elements(const step_model& s, std::int64_t positions) noexcept {
+  const std::int64_t rows = std::min(s.images * s.out_height, runs_touched(positions, s.out_width));
+  return input_rows(s, rows) * s.in_width * s.in_channels;
+}
+}  // namespace detail
+
+/// Transients of a tile computing `units` units of step `s` (elements for element-wise
+/// mappings). Non-decreasing in `units`; zero for a tile without work.
+constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) noexcept {
+  using detail::div_up, detail::runs_touched;
+  if (units <= 0) return {};
+  switch (s.kind) {
+    case step_kind::conv: {
+      const std::int64_t slice = div_up(units, s.serial);
+      const std::int64_t blocks = std::min(s.blocks, runs_touched(units, s.positions));
+      const std::int64_t slice_blocks = std::min(blocks, runs_touched(slice, s.positions));
+      const std::int64_t slice_positions = std::min(slice, s.positions);
+      const std::int64_t weights = blocks * s.kernel * s.kernel * s.in_channels * s.block_channels;
+      const std::int64_t window = slice_blocks * detail::window_elements(s, slice_positions);
+      return {slice * s.block_channels * s.partial_bytes, (weights + window) * s.element_bytes};
+    }
+    case step_kind::window: {
+      const std::int64_t positions = std::min(s.positions, runs_touched(units, s.block_channels));
+      return {0, detail::window_elements(s, positions) * s.element_bytes};
+    }
+    case step_kind::reduce: return {0, units * s.reduce * s.element_bytes};
+    case step_kind::rows:
+      return {0, std::min(s.positions, runs_touched(units, s.block_channels)) * s.block_channels * s.element_bytes};
+    case step_kind::remap: return {0, units * s.element_bytes};
+    default: return {};
+  }
+}
+
+/// How a conv or dense layer splits its output channels: `blocks` blocks of `channels`.
+struct channel_blocks {
+  std::int64_t blocks = 1;
+  std::int64_t channels = 1;
+};
+
+/// The units of `s` (with `s.blocks` and `s.block_channels` set) mapped over `chip`.
+constexpr tensor_mapping map_units(const step_model& s, const chip_spec& chip) noexcept {
+  return {map_linearly(s.blocks * s.positions, s.block_channels * s.element_bytes, chip), s.block_channels};
+}
+
+/// One block per group for a grouped conv. Otherwise the equal blocks (a divisor of the
+/// filters) that minimise the fullest tile's transients: more blocks mean fewer weights per
+/// tile but longer input windows.
+constexpr channel_blocks split_channels(step_model s, std::int64_t filters, std::int64_t groups,
+                                        const chip_spec& chip) noexcept {
+  if (groups > 1) return {groups, filters / groups};
+  channel_blocks best{1, filters};
+  std::int64_t best_bytes = -1;
+  const auto consider = [&](std::int64_t blocks) {
+    s.blocks = blocks;
+    s.block_channels = filters / blocks;
+    const std::int64_t bytes = transient_on(s, map_units(s, chip).units.max_elements_per_tile()).total();
+    if (best_bytes < 0 || bytes < best_bytes) best = {blocks, filters / blocks}, best_bytes = bytes;
+  };
+  for (std::int64_t d = 1; d * d <= filters; ++d) {
+    if (filters % d != 0) continue;
+    consider(d);
+    if (d * d != filters) consider(filters / d);
+  }
+  return best;
+}
+
+}  // namespace ipu

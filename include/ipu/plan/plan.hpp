@@ -1,0 +1,580 @@
+#pragma once
+/// \file
+/// The memory plan: `ipu::plan_v<G, Target, Options>`, a `constexpr` value computed from the
+/// node table, and `ipu::fits_v`.
+///
+/// Each IPU runs its nodes as a sequence of steps (one per node, in table order). At step `s`,
+/// tile `t` of IPU `i` holds
+///
+///   - **always live:** the weights of every node on `i` (each weight tensor mapped with the
+///     linear rule from tile 0) and the code: the fixed-cost model of `options::fixed`, with
+///     vertex state and exchange code for every step the tile works in;
+///   - **not always live:** the activations live at `s` (an output lives on its IPU from the step
+///     producing it to its last reader there; a copy on another IPU lives from that step to its
+///     last reader on that IPU), and the transients of step `s` (`model.hpp`), plus a send buffer
+///     when the step's output is read on another IPU.
+///
+/// A tile's peak is its most bytes over the steps; an IPU's peak is the largest tile peak. The
+/// IPU's peak is found exactly without visiting every tile at every step: a step's bound (the
+/// sum of each term's largest tile) orders the steps, the tiles of a step are visited only
+/// while its bound can beat the best peak found, and steps that hold the same mappings (the
+/// repeated blocks of a network) are visited once.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/graph/node.hpp>
+#include <ipu/graph/queries.hpp>
+#include <ipu/plan/liveness.hpp>
+#include <ipu/plan/diagnostics.hpp>
+#include <ipu/plan/memory.hpp>
+#include <ipu/plan/model.hpp>
+#include <ipu/target/chip.hpp>
+#include <ipu/target/mapping.hpp>
+#include <ipu/target/options.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace ipu {
+
+/// The plan of one node: where its tensors live and what its step needs.
+struct node_plan {
+  tensor_mapping output{};  ///< the output on the node's IPU
+  tensor_mapping copy{};    ///< element-wise mapping of copies on other IPUs and of the send buffer
+  tensor_mapping work{};    ///< the units the step's transients follow
+  step_model step{};
+  std::array<tensor_mapping, 2> weights{};  ///< weight tensors on the node's IPU
+  std::array<std::int64_t, 2> weight_bytes{};  ///< bytes per element of each weight tensor
+  int weight_tensors = 0;
+  bool sends = false;                 ///< read on another IPU: a send buffer during its step
+  std::int64_t transient_bound = 0;   ///< available_memory_proportion x bytes per tile (conv, dense)
+  transient_bytes transient_max{};    ///< transients of the fullest tile
+  bool over_bound = false;            ///< no split met the bound: the memory-minimising one is used
+  std::int64_t cycles = 0;            ///< estimated tile cycles of the step (compute and exchange)
+};
+
+/// The plan of a graph of `N` nodes on `Ipus` IPUs.
+template <std::size_t N, int Ipus>
+struct plan {
+  const std::array<node, N>* table = nullptr;  ///< the graph's node table
+  chip_spec chip{};
+  options opts{};
+  std::array<node_plan, N> nodes{};
+  /// `held[i][j]`: the last step a copy of node `j`'s output is held on IPU `i`; -1 if never.
+  std::array<std::array<int, N>, static_cast<std::size_t>(Ipus)> held{};
+  std::array<ipu_memory, static_cast<std::size_t>(Ipus)> ipus{};
+  int warnings = 0;   ///< nodes whose transients exceed the available memory proportion
+  bool fits = true;   ///< every IPU fits
+  plan_error error{};
+
+  static constexpr std::size_t size = N;
+  static constexpr int ipu_count = Ipus;
+
+  constexpr const node& at(int j) const noexcept { return (*table)[static_cast<std::size_t>(j)]; }
+  constexpr const node_plan& plan_of(int j) const noexcept { return nodes[static_cast<std::size_t>(j)]; }
+  constexpr int held_to(int ipu, int j) const noexcept {
+    return held[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)];
+  }
+
+  /// Weight bytes of node `j` on `tile` of its IPU.
+  constexpr std::int64_t weight_bytes_on(int j, int tile) const noexcept {
+    const node_plan& p = plan_of(j);
+    std::int64_t b = 0;
+    for (int w = 0; w < p.weight_tensors; ++w)
+      b += p.weights[static_cast<std::size_t>(w)].elements_on(tile) * p.weight_bytes[static_cast<std::size_t>(w)];
+    return b;
+  }
+  /// Bytes of node `j`'s output (or of its copy) on `tile` of IPU `ipu`.
+  constexpr std::int64_t activation_bytes_on(int ipu, int j, int tile) const noexcept {
+    const node_plan& p = plan_of(j);
+    const tensor_mapping& m = at(j).ipu == ipu ? p.output : p.copy;
+    return m.elements_on(tile) * size_of(at(j).type);
+  }
+  /// Vertex state and exchange code of step `j` on `tile` of its IPU (zero if the tile does
+  /// not work in it); the control entry every tile has is counted by `code_on`.
+  constexpr std::int64_t step_code_on(int j, int tile) const noexcept {
+    const node_plan& p = plan_of(j);
+    if (at(j).kind == op::input || tile >= p.work.tiles()) return 0;
+    return opts.fixed.vertex_state_bytes * chip.workers + opts.fixed.exchange_code_bytes;
+  }
+  /// Transients and send buffer of step `j` on `tile` of its IPU.
+  constexpr memory_bytes step_transients_on(int j, int tile) const noexcept {
+    const node_plan& p = plan_of(j);
+    const transient_bytes t = transient_on(p.step, p.work.units.elements_on(tile));
+    memory_bytes m;
+    m.temporaries = t.temporaries;
+    m.exchange = t.exchange + (p.sends ? p.copy.elements_on(tile) * size_of(at(j).type) : 0);
+    return m;
+  }
+
+  /// Always-live bytes of `tile` on IPU `ipu`: weights and code.
+  constexpr memory_bytes always_live_on(int ipu, int tile) const noexcept {
+    memory_bytes m;
+    std::array<bool, op_count> kinds{};
+    m.code = opts.fixed.runtime_bytes;
+    for (int j = 0; j < static_cast<int>(N); ++j) {
+      if (at(j).ipu != ipu) continue;
+      m.weights += weight_bytes_on(j, tile);
+      m.code += opts.fixed.control_bytes + step_code_on(j, tile);
+      kinds[static_cast<std::size_t>(at(j).kind)] = at(j).kind != op::input;
+    }
+    for (bool k : kinds) m.code += k ? opts.fixed.codelet_bytes : 0;
+    return m;
+  }
+  /// Bytes of `tile` on IPU `ipu` while step `step` runs there, by category.
+  constexpr memory_bytes usage(int ipu, int tile, int step) const noexcept {
+    memory_bytes m = always_live_on(ipu, tile);
+    for (int j = 0; j <= step; ++j)
+      if (held_to(ipu, j) >= step) m.activations += activation_bytes_on(ipu, j, tile);
+    if (at(step).ipu == ipu) m += step_transients_on(step, tile);
+    return m;
+  }
+};
+
+namespace detail {
+
+constexpr std::int64_t macs_per_cycle(const chip_spec& chip, dtype t) noexcept {
+  return t == dtype::f16 ? chip.f16_macs_per_cycle : chip.f32_macs_per_cycle;
+}
+
+/// Estimated tile cycles of a step: the fullest tile's arithmetic (conv and dense at the chip's
+/// MACs per cycle; other ops one vector per cycle per input they read) and its exchange (at
+/// its share of the chip's exchange bandwidth).
+constexpr std::int64_t estimate_cycles(const node& n, const node_plan& p, const chip_spec& chip) noexcept {
+  const std::int64_t units = p.work.units.max_elements_per_tile();
+  const std::int64_t vector = chip.grain(size_of(n.type));
+  std::int64_t compute = 0;
+  switch (p.step.kind) {
+    case step_kind::conv:
+      compute = div_up(units * p.step.block_channels * p.step.kernel * p.step.kernel * p.step.in_channels,
+                       std::max<std::int64_t>(1, macs_per_cycle(chip, n.type)));
+      break;
+    case step_kind::window: compute = div_up(units * p.step.kernel * p.step.kernel, vector); break;
+    case step_kind::reduce: compute = div_up(units * p.step.reduce, vector); break;
+    case step_kind::rows: compute = div_up(3 * units, vector); break;
+    default: compute = n.kind == op::input ? 0 : div_up(p.output.max_elements_per_tile(), vector); break;
+  }
+  const std::int64_t exchange =
+      chip.exchange_bytes_per_s > 0
+          ? div_up(p.transient_max.exchange * chip.clock_hz * chip.tiles, chip.exchange_bytes_per_s)
+          : 0;
+  return compute + exchange;
+}
+
+/// One term of a step's memory on a tile: `bytes` times the elements `mapping` puts there.
+struct live_term {
+  tensor_mapping mapping{};
+  std::int64_t bytes = 0;
+  constexpr bool operator==(const live_term&) const = default;
+};
+
+/// Adds `bytes x mapping` to `terms[0, count)`, merging equal mappings.
+template <std::size_t M>
+constexpr void add_term(std::array<live_term, M>& terms, int& count, const tensor_mapping& m, std::int64_t bytes) {
+  if (bytes == 0 || m.tiles() == 0) return;
+  for (int k = 0; k < count; ++k)
+    if (terms[static_cast<std::size_t>(k)].mapping == m) {
+      terms[static_cast<std::size_t>(k)].bytes += bytes;
+      return;
+    }
+  terms[static_cast<std::size_t>(count++)] = {m, bytes};
+}
+
+/// What a step holds besides the always-live bytes, in a form two steps can be compared by.
+template <std::size_t M>
+struct step_signature {
+  std::array<live_term, M> live{};
+  int count = 0;
+  step_model step{};
+  tensor_mapping work{};
+  live_term send{};
+  constexpr bool operator==(const step_signature&) const = default;
+};
+
+template <std::size_t N, int Ipus>
+consteval void place_node(plan<N, Ipus>& p, int j) {
+  const chip_spec& chip = p.chip;
+  const node& n = p.at(j);
+  node_plan& np = p.nodes[static_cast<std::size_t>(j)];
+  np = node_plan{};
+  const std::int64_t bytes = size_of(n.type);
+  np.copy = map_elements(n.out.elements(), bytes, chip);
+  np.output = np.copy;
+  np.work = np.output;
+  step_model& s = np.step;
+  s.element_bytes = bytes;
+  s.partial_bytes = size_of(p.opts.partials);
+  const auto local = [&](int src) -> const tensor_mapping& {
+    const node_plan& q = p.nodes[static_cast<std::size_t>(src)];
+    return p.at(src).ipu == n.ipu ? q.output : q.copy;
+  };
+  const auto add_weights = [&](std::int64_t elements) {
+    np.weights[static_cast<std::size_t>(np.weight_tensors)] = map_elements(elements, bytes, chip);
+    np.weight_bytes[static_cast<std::size_t>(np.weight_tensors++)] = bytes;
+  };
+  const shape& in = n.in;
+  const shape& out = n.out;
+  const auto spatial = [&] {
+    s.images = in.dim[0];
+    s.in_height = in.rank == 4 ? in.dim[1] : 1;
+    s.in_width = in.rank == 4 ? in.dim[2] : 1;
+    s.out_height = out.rank == 4 ? out.dim[1] : 1;
+    s.out_width = out.rank == 4 ? out.dim[2] : 1;
+    s.positions = s.images * s.out_height * s.out_width;
+  };
+  switch (n.kind) {
+    case op::conv:
+    case op::dense: {
+      spatial();
+      const std::int64_t groups = n.kind == op::conv ? n.layer.groups : 1;
+      s.kind = step_kind::conv;
+      s.in_channels = in.channels() / groups;
+      s.kernel = n.kind == op::conv ? n.layer.kernel : 1;
+      s.stride = n.kind == op::conv ? n.layer.stride : 1;
+      const channel_blocks cb = split_channels(s, out.channels(), groups, chip);
+      s.blocks = cb.blocks;
+      s.block_channels = cb.channels;
+      np.output = np.work = map_units(s, chip);
+      if (n.kind == op::conv) {
+        add_weights(n.params);
+      } else {
+        add_weights(in.channels() * out.channels());
+        add_weights(out.channels());
+      }
+      // The fewest serial slices whose transients meet the bound; if none does, one unit per
+      // slice, the fewest bytes. Slices run as a loop over one compute set, as PopLibs' serial
+      // splits do, so they add no vertex state.
+      np.transient_bound = p.opts.available_memory_proportion.of(chip.bytes_per_tile);
+      const std::int64_t units = np.work.units.max_elements_per_tile();
+      s.serial = 1;
+      while (transient_on(s, units).total() > np.transient_bound && s.serial < units) s.serial *= 2;
+      np.over_bound = transient_on(s, units).total() > np.transient_bound;
+      break;
+    }
+    case op::batch_norm:
+      add_weights(out.channels());
+      add_weights(out.channels());
+      np.output = np.work = local(n.input);
+      break;
+    case op::relu: np.output = np.work = local(n.input); break;
+    case op::add:
+      np.output = np.work = local(n.input);
+      if (!(local(n.shortcut) == np.output)) s.kind = step_kind::remap;
+      break;
+    case op::max_pool:
+    case op::avg_pool:
+      spatial();
+      s.kind = step_kind::window;
+      s.block_channels = s.in_channels = out.channels();
+      s.kernel = n.layer.kernel;
+      s.stride = n.layer.stride;
+      break;
+    case op::global_avg_pool:
+      s.kind = step_kind::reduce;
+      s.reduce = in.dim[1] * in.dim[2];
+      break;
+    case op::softmax:
+      s.kind = step_kind::rows;
+      s.positions = in.elements() / in.channels();
+      s.block_channels = in.channels();
+      break;
+    default: break;  // the input: mapped element by element, no work
+  }
+  np.transient_max = transient_on(s, np.work.units.max_elements_per_tile());
+  np.cycles = estimate_cycles(n, np, chip);
+}
+
+/// Adds `bytes` per element of `m` to `acc`, tile by tile (one pass over its parts).
+template <std::size_t T>
+constexpr void accumulate(std::array<std::int64_t, T>& acc, const tensor_mapping& m, std::int64_t bytes) noexcept {
+  const linear_mapping& u = m.units;
+  if (u.parts == 0) return;
+  const std::int64_t per_grain = u.grain * m.unit_elements * bytes;
+  std::int64_t prev = 0;
+  for (std::int64_t part = 0; part < u.parts; ++part) {
+    const std::int64_t next = (part + 1) * u.grains / u.parts;
+    acc[static_cast<std::size_t>(part)] += (next - prev) * per_grain;
+    prev = next;
+  }
+  acc[static_cast<std::size_t>(u.parts - 1)] -= (u.grains * u.grain - u.elements) * m.unit_elements * bytes;
+}
+
+/// Adds the transients of `step` on the tiles of `work` to `acc`.
+template <std::size_t T>
+constexpr void accumulate_transients(std::array<std::int64_t, T>& acc, const step_model& step,
+                                     const tensor_mapping& work) noexcept {
+  const linear_mapping& u = work.units;
+  if (step.kind == step_kind::none || u.parts == 0) return;
+  std::int64_t prev = 0, cached_units = -1, cached_bytes = 0;
+  for (std::int64_t part = 0; part < u.parts; ++part) {
+    const std::int64_t next = (part + 1) * u.grains / u.parts;
+    const std::int64_t units = part + 1 == u.parts ? u.elements - prev * u.grain : (next - prev) * u.grain;
+    if (units != cached_units) cached_units = units, cached_bytes = transient_on(step, units).total();
+    acc[static_cast<std::size_t>(part)] += cached_bytes;
+    prev = next;
+  }
+}
+
+/// The plan of IPU `ipu`: always-live bytes per tile, totals, and the exact peak.
+template <std::size_t N, int Ipus, int Tiles>
+consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
+  constexpr std::size_t T = static_cast<std::size_t>(Tiles);
+  const fixed_costs& fixed = p.opts.fixed;
+  ipu_memory im;
+  im.capacity = p.chip.bytes_per_tile;
+  const auto mapping_on_ipu = [&](int j) -> const tensor_mapping& {
+    return p.at(j).ipu == ipu ? p.plan_of(j).output : p.plan_of(j).copy;
+  };
+
+  // Always live: weights (each distinct mapping once) and code (a difference array over tiles).
+  std::array<std::int64_t, T> always{};
+  std::array<std::int64_t, T + 1> code_steps{};
+  std::array<live_term, 2 * N + 1> distinct{};
+  int distinct_count = 0;
+  std::array<bool, op_count> kinds{};
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    if (p.at(j).ipu != ipu) continue;
+    const node_plan& np = p.plan_of(j);
+    ++im.nodes;
+    im.cycles += np.cycles;
+    kinds[static_cast<std::size_t>(p.at(j).kind)] = p.at(j).kind != op::input;
+    for (int w = 0; w < np.weight_tensors; ++w) {
+      const tensor_mapping& m = np.weights[static_cast<std::size_t>(w)];
+      const std::int64_t bytes = np.weight_bytes[static_cast<std::size_t>(w)];
+      add_term(distinct, distinct_count, m, bytes);
+      im.totals.weights += m.units.elements * m.unit_elements * bytes;
+    }
+    const std::int64_t per_step = p.step_code_on(j, 0);
+    code_steps[0] += per_step;
+    code_steps[static_cast<std::size_t>(std::min(Tiles, np.work.tiles()))] -= per_step;
+  }
+  for (int k = 0; k < distinct_count; ++k)
+    accumulate(always, distinct[static_cast<std::size_t>(k)].mapping, distinct[static_cast<std::size_t>(k)].bytes);
+  std::int64_t fixed_code = fixed.runtime_bytes + im.nodes * fixed.control_bytes;
+  for (bool k : kinds) fixed_code += k ? fixed.codelet_bytes : 0;
+  std::int64_t running = 0;
+  for (std::size_t t = 0; t < T; ++t) {
+    running += code_steps[t];
+    im.totals.code += fixed_code + running;
+    always[t] += fixed_code + running;
+    im.max_always_live = std::max(im.max_always_live, always[t]);
+  }
+
+  // Not always live: a bound per step (the sum of each term's fullest tile), and the sums
+  // over tiles; live sets are kept incrementally, so this is one pass over the steps.
+  struct candidate {
+    std::int64_t bound = 0;
+    int step = 0;
+  };
+  std::array<candidate, N> order{};
+  std::array<std::int64_t, N> dies_max{}, dies_total{};
+  std::int64_t live_max = 0, live_total = 0;
+  int count = 0;
+  const auto tile_sum = [](const step_model& step, const linear_mapping& u, bool temporaries) {
+    if (u.parts == 0) return std::int64_t{0};
+    const auto f = [&](std::int64_t units) {
+      const transient_bytes t = transient_on(step, units);
+      return temporaries ? t.temporaries : t.exchange;
+    };
+    const std::int64_t q = u.grains / u.parts, r = u.grains % u.parts;
+    const std::int64_t last = u.end(u.parts - 1) - u.begin(u.parts - 1);
+    const std::int64_t big = r > 0 ? r - 1 : 0, small = u.parts - 1 - big;
+    return big * f((q + 1) * u.grain) + small * f(q * u.grain) + f(last);
+  };
+  for (int s = 0; s < static_cast<int>(N); ++s) {
+    if (p.held_to(ipu, s) >= s) {
+      const tensor_mapping& m = mapping_on_ipu(s);
+      const std::int64_t bytes = size_of(p.at(s).type);
+      live_max += m.max_elements_per_tile() * bytes;
+      live_total += m.units.elements * m.unit_elements * bytes;
+      dies_max[static_cast<std::size_t>(p.held_to(ipu, s))] += m.max_elements_per_tile() * bytes;
+      dies_total[static_cast<std::size_t>(p.held_to(ipu, s))] += m.units.elements * m.unit_elements * bytes;
+    }
+    if (p.at(s).ipu == ipu) {
+      const node_plan& np = p.plan_of(s);
+      const std::int64_t bytes = size_of(p.at(s).type);
+      const std::int64_t send = np.sends ? np.copy.max_elements_per_tile() * bytes : 0;
+      order[static_cast<std::size_t>(count++)] = {im.max_always_live + live_max + np.transient_max.total() + send, s};
+      im.totals.activations = std::max(im.totals.activations, live_total);
+      im.totals.temporaries = std::max(im.totals.temporaries, tile_sum(np.step, np.work.units, true));
+      im.totals.exchange =
+          std::max(im.totals.exchange, tile_sum(np.step, np.work.units, false) +
+                                           (np.sends ? np.copy.units.elements * bytes : 0));
+    }
+    live_max -= dies_max[static_cast<std::size_t>(s)];
+    live_total -= dies_total[static_cast<std::size_t>(s)];
+  }
+  std::sort(order.begin(), order.begin() + count, [](const candidate& a, const candidate& b) {
+    return a.bound != b.bound ? a.bound > b.bound : a.step < b.step;
+  });
+
+  // Exact peaks, in the order of the bounds, until no bound can beat the best peak. Steps
+  // holding the same mappings as a visited one (the repeated blocks) reuse its peak.
+  constexpr std::size_t M = 24;  // distinct live mappings a signature holds
+  constexpr std::size_t S = 32;  // signatures remembered
+  std::array<step_signature<M>, S> seen{};
+  std::array<std::int64_t, S> seen_peak{};
+  std::array<int, S> seen_tile{};
+  int seen_count = 0;
+  for (int c = 0; c < count; ++c) {
+    const candidate cand = order[static_cast<std::size_t>(c)];
+    if (im.peak_step >= 0 && (cand.bound < im.peak || (cand.bound == im.peak && cand.step > im.peak_step))) break;
+    const node_plan& np = p.plan_of(cand.step);
+    step_signature<M> sig;
+    bool complete = true;
+    for (int j = 0; j <= cand.step; ++j) {
+      if (p.held_to(ipu, j) < cand.step) continue;
+      if (sig.count == static_cast<int>(M)) {
+        complete = false;
+        break;
+      }
+      add_term(sig.live, sig.count, mapping_on_ipu(j), size_of(p.at(j).type));
+    }
+    sig.step = np.step;
+    sig.work = np.work;
+    if (np.sends) sig.send = {np.copy, size_of(p.at(cand.step).type)};
+    std::int64_t peak = -1;
+    int tile = 0;
+    for (int k = 0; complete && k < seen_count; ++k)
+      if (seen[static_cast<std::size_t>(k)] == sig) {
+        peak = seen_peak[static_cast<std::size_t>(k)];
+        tile = seen_tile[static_cast<std::size_t>(k)];
+        break;
+      }
+    if (peak < 0) {
+      std::array<std::int64_t, T> acc = always;
+      if (complete) {
+        for (int k = 0; k < sig.count; ++k)
+          accumulate(acc, sig.live[static_cast<std::size_t>(k)].mapping, sig.live[static_cast<std::size_t>(k)].bytes);
+      } else {
+        for (int j = 0; j <= cand.step; ++j)
+          if (p.held_to(ipu, j) >= cand.step) accumulate(acc, mapping_on_ipu(j), size_of(p.at(j).type));
+      }
+      accumulate_transients(acc, np.step, np.work);
+      accumulate(acc, sig.send.mapping, sig.send.bytes);
+      for (std::size_t t = 0; t < T; ++t)
+        if (acc[t] > peak) peak = acc[t], tile = static_cast<int>(t);
+      if (complete && seen_count < static_cast<int>(S)) {
+        seen[static_cast<std::size_t>(seen_count)] = sig;
+        seen_peak[static_cast<std::size_t>(seen_count)] = peak;
+        seen_tile[static_cast<std::size_t>(seen_count++)] = tile;
+      }
+    }
+    if (peak > im.peak || (peak == im.peak && (im.peak_step < 0 || cand.step < im.peak_step))) {
+      im.peak = peak;
+      im.peak_tile = tile;
+      im.peak_step = cand.step;
+    }
+  }
+  if (im.peak_step < 0) {  // no node on this IPU: its peak is its always-live memory
+    for (std::size_t t = 0; t < T; ++t)
+      if (always[t] > im.peak) im.peak = always[t], im.peak_tile = static_cast<int>(t);
+  } else {
+    im.at_peak = p.usage(ipu, im.peak_tile, im.peak_step);
+  }
+  im.fits = im.peak <= im.capacity;
+  return im;
+}
+
+/// Everything but the IPUs' memory, which `plan_ipu` adds, one IPU per constant evaluation.
+template <std::size_t N, int Ipus>
+consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_spec& chip, const options& opts) {
+  plan<N, Ipus> p;
+  p.table = &table;
+  p.chip = chip;
+  p.opts = opts;
+  if (!opts.available_memory_proportion.valid_proportion()) {
+    p.error = {plan_error_kind::bad_memory_proportion, -1, opts.available_memory_proportion.num,
+               opts.available_memory_proportion.den};
+    p.fits = false;
+    return p;
+  }
+  for (int j = 0; j < static_cast<int>(N); ++j)
+    if (table[static_cast<std::size_t>(j)].ipu >= Ipus) {
+      p.error = {plan_error_kind::ipu_outside_system, j, table[static_cast<std::size_t>(j)].ipu, Ipus};
+      p.fits = false;
+      return p;
+    }
+  for (int j = 0; j < static_cast<int>(N); ++j) place_node(p, j);
+  for (auto& h : p.held) h.fill(-1);
+  const std::array<int, N> last = last_use(table);
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    const node& n = table[static_cast<std::size_t>(j)];
+    p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)] = j;
+    if (j + 1 == static_cast<int>(N)) p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)] = last[static_cast<std::size_t>(j)];
+    for (int src : {n.input, n.shortcut}) {
+      if (src < 0) continue;
+      int& h = p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(src)];
+      h = std::max(h, j);
+      if (table[static_cast<std::size_t>(src)].ipu != n.ipu) p.nodes[static_cast<std::size_t>(src)].sends = true;
+    }
+  }
+  for (const node_plan& np : p.nodes) p.warnings += np.over_bound ? 1 : 0;
+  return p;
+}
+
+template <class G, class Target, options Opts>
+struct plan_info {
+  using graph_t = std::remove_cvref_t<G>;
+  static constexpr std::size_t size = graph_info<graph_t>::size;
+  static constexpr plan<size, Target::ipus> base =
+      make_plan<size, Target::ipus>(graph_info<graph_t>::nodes, Target::chip, Opts);
+  static constexpr bool valid =
+      report_plan_error<base.error, base.error.node >= 0 ? base.at(base.error.node).path : path_string{}>();
+  template <int Ipu>
+  static constexpr ipu_memory ipu_plan = plan_ipu<size, Target::ipus, Target::chip.tiles>(base, Ipu);
+  static constexpr plan<size, Target::ipus> complete = [] {
+    if constexpr (!valid) {
+      return base;
+    } else {
+      return []<int... I>(std::integer_sequence<int, I...>) {
+        plan<size, Target::ipus> p = base;
+        p.ipus = {ipu_plan<I>...};
+        for (const ipu_memory& m : p.ipus) p.fits = p.fits && m.fits;
+        return p;
+      }(std::make_integer_sequence<int, Target::ipus>{});
+    }
+  }();
+  static constexpr const plan<size, Target::ipus>& value = complete;
+};
+
+/// The first IPU of `P` that does not fit, or -1.
+template <std::size_t N, int Ipus>
+constexpr int first_overfull_ipu(const plan<N, Ipus>& p) noexcept {
+  for (int i = 0; i < Ipus; ++i)
+    if (!p.ipus[static_cast<std::size_t>(i)].fits) return i;
+  return -1;
+}
+
+template <class G, class Target, options Opts>
+consteval bool require_fit() {
+  constexpr const auto& p = plan_info<G, Target, Opts>::value;
+  constexpr int ipu = first_overfull_ipu(p);
+  if constexpr (ipu < 0) {
+    return true;
+  } else {
+    constexpr ipu_memory m = p.ipus[static_cast<std::size_t>(ipu)];
+    return report_out_of_memory<ipu, m, m.peak_step >= 0 ? p.at(m.peak_step).path : path_string("always-live")>();
+  }
+}
+
+}  // namespace detail
+
+/// The memory plan of graph `G` on `Target` with `Opts`, computed at compile time.
+template <Graph G, Target T, options Opts = options{}>
+inline constexpr const auto& plan_v = detail::plan_info<G, T, Opts>::value;
+
+/// Whether every tile of every IPU of `T` holds `G`'s plan.
+template <Graph G, Target T, options Opts = options{}>
+inline constexpr bool fits_v = plan_v<G, T, Opts>.fits;
+
+/// `true` when `G` fits `T`; otherwise a compile error naming the IPU, the tile, the layer at
+/// the tile's peak, the largest category and the bytes needed and available. Use it as
+/// `static_assert(ipu::require_fit<G, ipu::mk2>);`.
+template <Graph G, Target T, options Opts = options{}>
+inline constexpr bool require_fit = detail::require_fit<std::remove_cvref_t<G>, T, Opts>();
+
+}  // namespace ipu

@@ -1,0 +1,35 @@
+// The examples of docs/memory-planning.md, compiled and run. Keep the two in step.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+namespace {
+using model_t = ipu::models::resnext101_32x4d<ipu::f16, /*batch*/ 4, /*channels*/ 4>;
+constexpr ipu::options opts{.available_memory_proportion = {3, 10}};   // 0.3, as the seed sets it
+
+static_assert(ipu::require_fit<model_t, ipu::mk2, opts>);        // a compile error if not
+static_assert(!ipu::fits_v<model_t, ipu::mk1, opts>);            // a plain bool: 256 KiB tiles are too small
+
+using mk1x4 = ipu::system<ipu::mk1, 4>;
+using placed_t = ipu::auto_shard<model_t, mk1x4>;                // on<0> ... on<3>, balanced
+static_assert(ipu::require_fit<placed_t, mk1x4, opts>);
+
+struct tiny {
+  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
+  static constexpr int ipus = 1;
+  static constexpr const char* name = "tiny";
+};
+
+constexpr ipu::options calibrated{.fixed = {.runtime_bytes = 12'000, .codelet_bytes = 3'000}};
+}  // namespace
+
+TEST_CASE("docs/memory-planning.md: the examples compile and the report prints") {
+  std::ostringstream out;
+  out << ipu::memory_report<model_t, ipu::mk2, opts>();
+  CHECK(out.str().find("stage") != std::string::npos);
+  using small_t = decltype(ipu::input<ipu::f32, 1, 8, 8, 8> | ipu::nn::conv<8, 3>);
+  CHECK(ipu::plan_v<small_t, tiny, calibrated>.ipus[0].max_always_live >
+        ipu::plan_v<small_t, tiny>.ipus[0].max_always_live);
+}

@@ -1,0 +1,211 @@
+// The memory plan: its peaks against a brute force over every tile and step, its totals
+// against independent sums, and the fits and non-fits the planner must get right.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+namespace nn = ipu::nn;
+using std::int64_t;
+
+namespace {
+
+/// A Mk2 with 16 tiles, as the IPU Model allows.
+struct tiny {
+  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
+  static constexpr int ipus = 1;
+  static constexpr const char* name = "tiny";
+};
+using tiny2 = ipu::system<tiny, 2>;
+
+constexpr ipu::options seed_options{.available_memory_proportion = {3, 10}};
+using seed_t = ipu::models::resnext101_32x4d<ipu::f16, 4, 4>;
+
+/// Every tile at every step: the largest `usage`, the first tile and step reaching it.
+template <class Plan>
+ipu::ipu_memory brute_force_peak(const Plan& p, int ipu) {
+  ipu::ipu_memory m;
+  m.peak_step = -1;
+  for (int s = 0; s < static_cast<int>(Plan::size); ++s) {
+    if (p.at(s).ipu != ipu) continue;
+    for (int t = 0; t < p.chip.tiles; ++t) {
+      const int64_t bytes = p.usage(ipu, t, s).total();
+      if (bytes > m.peak || m.peak_step < 0) m.peak = bytes, m.peak_tile = t, m.peak_step = s;
+    }
+  }
+  return m;
+}
+
+template <class Plan>
+void check_against_brute_force(const Plan& p) {
+  for (int i = 0; i < Plan::ipu_count; ++i) {
+    const ipu::ipu_memory expected = brute_force_peak(p, i);
+    const ipu::ipu_memory& got = p.ipus[static_cast<std::size_t>(i)];
+    CHECK(got.peak == expected.peak);
+    CHECK(got.peak_step == expected.peak_step);
+    CHECK(got.at_peak.total() == got.peak);
+    CHECK(p.usage(i, got.peak_tile, got.peak_step).total() == got.peak);
+    CHECK(got.fits == (got.peak <= p.chip.bytes_per_tile));
+  }
+}
+
+constexpr auto small = ipu::input<ipu::f32, 2, 16, 16, 8> | nn::conv<32, 3, 2> | nn::batch_norm | nn::relu |
+                       nn::residual(nn::conv<16, 1> | nn::conv<16, 3, 1, 4> | nn::relu | nn::conv<32, 1>) |
+                       nn::max_pool<3, 2> | nn::avg_pool<2, 1> | nn::global_avg_pool | nn::dense<10> | nn::softmax;
+using small_t = decltype(small);
+
+}  // namespace
+
+TEST_CASE("the peak of a plan is the largest usage of any tile at any step") {
+  check_against_brute_force(ipu::plan_v<small_t, tiny>);
+  check_against_brute_force(ipu::plan_v<small_t, ipu::mk2>);
+  check_against_brute_force(ipu::plan_v<small_t, tiny, ipu::options{.available_memory_proportion = {1, 100}}>);
+  check_against_brute_force(ipu::plan_v<ipu::models::resnext<ipu::f32, 1, 50, 1, 64, 3, 10, 64>, tiny>);
+}
+
+TEST_CASE("a placement over two IPUs is planned per IPU with copies on both sides") {
+  constexpr auto g = ipu::input<ipu::f32, 2, 16, 16, 8> | ipu::on<0>(nn::conv<16, 3> | nn::relu) |
+                     ipu::on<1>(nn::residual(nn::conv<16, 3>) | nn::global_avg_pool | nn::dense<4>);
+  constexpr auto& p = ipu::plan_v<decltype(g), tiny2>;
+  check_against_brute_force(p);
+  // The relu output crosses: a send buffer on IPU 0 at its step, a copy on IPU 1 until its last reader.
+  const int relu = ipu::find_node(*p.table, "relu1");
+  REQUIRE(relu > 0);
+  CHECK(p.plan_of(relu).sends);
+  int64_t copy = 0, send = 0;
+  for (int t = 0; t < tiny::chip.tiles; ++t) {
+    copy += p.activation_bytes_on(1, relu, t);
+    send += p.step_transients_on(relu, t).exchange;
+  }
+  CHECK(copy == 2 * 16 * 16 * 16 * 4);
+  CHECK(send == copy);
+  CHECK(p.held_to(1, relu) > relu);
+  // Each IPU holds only its own nodes' weights.
+  CHECK(p.ipus[0].totals.weights == 3 * 3 * 8 * 16 * 4);
+  CHECK(p.ipus[1].totals.weights == (3 * 3 * 16 * 16 + 16 * 4 + 4) * 4);
+}
+
+TEST_CASE("the seed's ResNeXt-101 fits one Mk2 at available_memory_proportion 0.3") {
+  static_assert(ipu::require_fit<seed_t, ipu::mk2, seed_options>);
+  static_assert(ipu::fits_v<seed_t, ipu::mk2, seed_options>);
+  constexpr auto& p = ipu::plan_v<seed_t, ipu::mk2, seed_options>;
+  const ipu::ipu_memory& m = p.ipus[0];
+  CHECK(m.peak <= 638976);
+  CHECK(p.warnings == 0);
+  // The peak is exact: no tile exceeds it at the peak step, the peak tile never exceeds it.
+  for (int t = 0; t < ipu::mk2::chip.tiles; t += 7) CHECK(p.usage(0, t, m.peak_step).total() <= m.peak);
+  for (int s = 0; s < static_cast<int>(p.size); s += 3) CHECK(p.usage(0, m.peak_tile, s).total() <= m.peak);
+}
+
+TEST_CASE("totals are consistent: tiles sum to the IPU, weights to the parameters") {
+  constexpr auto& p = ipu::plan_v<seed_t, ipu::mk2, seed_options>;
+  ipu::memory_bytes sum;
+  for (int t = 0; t < ipu::mk2::chip.tiles; ++t) sum += p.always_live_on(0, t);
+  CHECK(sum.weights == p.ipus[0].totals.weights);
+  CHECK(sum.weights == ipu::param_count_v<seed_t> * 2);  // f16 weights, batch norm folded to scale and shift
+  CHECK(sum.code == p.ipus[0].totals.code);
+  // Activations summed over the tiles at each step equal the liveness of the node table.
+  const auto liveness = ipu::activation_liveness_on(*p.table, 0);
+  for (int s : {1, 10, 100, 200, 344}) {
+    int64_t live = 0;
+    for (int t = 0; t < ipu::mk2::chip.tiles; ++t) live += p.usage(0, t, s).activations;
+    CHECK(live == liveness.live_bytes[static_cast<std::size_t>(s)]);
+  }
+  CHECK(p.ipus[0].totals.activations == liveness.peak_bytes);
+}
+
+TEST_CASE("group convolutions split groups across tiles") {
+  constexpr auto& p = ipu::plan_v<seed_t, ipu::mk2, seed_options>;
+  const int conv2 = ipu::find_node(*p.table, "stage3.block5.conv2");
+  REQUIRE(conv2 > 0);
+  const ipu::node_plan& np = p.plan_of(conv2);
+  CHECK(np.step.blocks == 32);
+  CHECK(np.step.block_channels == 512 / 32);
+  CHECK(np.step.in_channels == 512 / 32);
+  // The output of a conv lives where it is computed: every element on exactly one tile.
+  int64_t elements = 0;
+  for (int t = 0; t < ipu::mk2::chip.tiles; ++t) elements += np.output.elements_on(t);
+  CHECK(elements == p.at(conv2).out.elements());
+}
+
+TEST_CASE("a proportion no split can meet falls back to the smallest split and warns") {
+  constexpr ipu::options starved{.available_memory_proportion = {1, 1000}};
+  constexpr auto& p = ipu::plan_v<small_t, tiny, starved>;
+  REQUIRE(p.warnings > 0);
+  int warned = 0;
+  for (int j = 0; j < static_cast<int>(p.size); ++j) {
+    const ipu::node_plan& np = p.plan_of(j);
+    if (!np.over_bound) continue;
+    ++warned;
+    CHECK(np.transient_max.total() > np.transient_bound);
+    CHECK(np.transient_bound == 638976 / 1000);
+    // No serial split gives fewer bytes: one unit per slice.
+    const int64_t units = np.work.units.max_elements_per_tile();
+    CHECK(np.step.serial >= units);
+    ipu::step_model fewer = np.step;
+    fewer.serial = np.step.serial / 2;
+    CHECK(ipu::transient_on(fewer, units).total() >= np.transient_max.total());
+  }
+  CHECK(warned == p.warnings);
+  // The default proportion meets the bound everywhere in this small model.
+  CHECK(ipu::plan_v<small_t, tiny>.warnings == 0);
+}
+
+TEST_CASE("obvious non-fits fail with the right numbers") {
+  SECTION("a dense layer whose weights exceed an IPU") {
+    constexpr auto g = ipu::input<ipu::f32, 4, 1, 1, 16384> | nn::global_avg_pool | nn::dense<16384>;
+    constexpr auto& p = ipu::plan_v<decltype(g), ipu::mk2>;
+    static_assert(!ipu::fits_v<decltype(g), ipu::mk2>);
+    // 1 GiB of weights over 1472 tiles: at least 729444 bytes on the fullest tile.
+    CHECK(p.ipus[0].max_always_live >= int64_t{16384} * 16384 * 4 / 1472);
+    CHECK(p.ipus[0].peak > 638976);
+  }
+  SECTION("one activation too large for the tiles it maps to") {
+    constexpr auto g = ipu::input<ipu::f32, 2, 1024, 1024, 64> | nn::relu;
+    constexpr auto& p = ipu::plan_v<decltype(g), ipu::mk1>;
+    static_assert(!ipu::fits_v<decltype(g), ipu::mk1>);
+    CHECK(p.ipus[0].at_peak.largest() == ipu::memory_category::activations);
+    // input and relu output, 512 MiB each, over 1216 tiles
+    CHECK(p.ipus[0].at_peak.activations >= 2 * (int64_t{2} * 1024 * 1024 * 64 * 4 / 1216));
+  }
+  SECTION("the seed on Mk1, whose tiles have 256 KiB") {
+    static_assert(!ipu::fits_v<seed_t, ipu::mk1, seed_options>);
+    CHECK(ipu::plan_v<seed_t, ipu::mk1, seed_options>.ipus[0].peak > 262144);
+  }
+}
+
+TEST_CASE("sharding a model that does not fit makes it fit, and each IPU's peak drops") {
+  using mk1x4 = ipu::system<ipu::mk1, 4>;
+  using placed_t = ipu::auto_shard<seed_t, mk1x4>;
+  static_assert(ipu::require_fit<placed_t, mk1x4, seed_options>);
+  constexpr auto& one = ipu::plan_v<seed_t, ipu::mk1, seed_options>;
+  constexpr auto& four = ipu::plan_v<placed_t, mk1x4, seed_options>;
+  // The placed graph is the same graph: same nodes, same paths, now over four IPUs.
+  STATIC_REQUIRE(ipu::node_count_v<placed_t> == ipu::node_count_v<seed_t>);
+  for (std::size_t j = 0; j < four.size; ++j) CHECK(four.at(static_cast<int>(j)).path == one.at(static_cast<int>(j)).path);
+  for (const ipu::ipu_memory& m : four.ipus) {
+    CHECK(m.nodes > 0);
+    CHECK(m.peak < one.ipus[0].peak);
+  }
+  // Placement is in order: IPU indices never decrease along the table.
+  for (std::size_t j = 1; j < four.size; ++j) CHECK(four.at(static_cast<int>(j)).ipu >= four.at(static_cast<int>(j - 1)).ipu);
+  // Sharding by hand works the same way.
+  constexpr auto by_hand = ipu::input<ipu::f32, 2, 16, 16, 8> | ipu::on<0>(nn::conv<64, 3> | nn::relu) |
+                           ipu::on<1>(nn::conv<64, 3> | nn::relu);
+  constexpr auto& split = ipu::plan_v<decltype(by_hand), tiny2>;
+  using whole_t = decltype(ipu::input<ipu::f32, 2, 16, 16, 8> | nn::conv<64, 3> | nn::relu | nn::conv<64, 3> | nn::relu);
+  constexpr auto& whole = ipu::plan_v<whole_t, tiny>;
+  CHECK(split.ipus[0].max_always_live < whole.ipus[0].max_always_live);
+  CHECK(split.ipus[1].max_always_live < whole.ipus[0].max_always_live);
+}
+
+TEST_CASE("auto_shard balances estimated cycles") {
+  using mk2x4 = ipu::system<ipu::mk2, 4>;
+  constexpr auto& p = ipu::plan_v<ipu::auto_shard<seed_t, mk2x4>, mk2x4, seed_options>;
+  int64_t total = 0, largest = 0;
+  for (const ipu::ipu_memory& m : p.ipus) total += m.cycles, largest = std::max(largest, m.cycles);
+  // The bottleneck IPU carries less than half the work of the whole model.
+  CHECK(largest * 2 < total);
+  CHECK(p.fits);
+}

@@ -40,6 +40,7 @@ struct tensor_mapping {
   linear_mapping units{};
   std::int64_t unit_elements = 1;
 
+  constexpr std::int64_t elements() const noexcept { return units.elements * unit_elements; }
   constexpr std::int64_t elements_on(int tile) const noexcept { return units.elements_on(tile) * unit_elements; }
   constexpr std::int64_t max_elements_per_tile() const noexcept {
     return units.max_elements_per_tile() * unit_elements;

@@ -110,18 +110,27 @@ struct plan {
     return m;
   }
 
+  /// The code every tile of IPU `ipu` holds: runtime, a codelet per op kind, control per step.
+  constexpr std::int64_t shared_code_on(int ipu) const noexcept {
+    std::array<bool, op_count> kinds{};
+    std::int64_t code = opts.fixed.runtime_bytes;
+    for (int j = 0; j < static_cast<int>(N); ++j) {
+      if (at(j).ipu != ipu) continue;
+      code += opts.fixed.control_bytes;
+      kinds[static_cast<std::size_t>(at(j).kind)] = at(j).kind != op::input;
+    }
+    for (bool k : kinds) code += k ? opts.fixed.codelet_bytes : 0;
+    return code;
+  }
   /// Always-live bytes of `tile` on IPU `ipu`: weights and code.
   constexpr memory_bytes always_live_on(int ipu, int tile) const noexcept {
     memory_bytes m;
-    std::array<bool, op_count> kinds{};
-    m.code = opts.fixed.runtime_bytes;
+    m.code = shared_code_on(ipu);
     for (int j = 0; j < static_cast<int>(N); ++j) {
       if (at(j).ipu != ipu) continue;
       m.weights += weight_bytes_on(j, tile);
-      m.code += opts.fixed.control_bytes + step_code_on(j, tile);
-      kinds[static_cast<std::size_t>(at(j).kind)] = at(j).kind != op::input;
+      m.code += step_code_on(j, tile);
     }
-    for (bool k : kinds) m.code += k ? opts.fixed.codelet_bytes : 0;
     return m;
   }
   /// Bytes of `tile` on IPU `ipu` while step `step` runs there, by category.
@@ -322,7 +331,6 @@ constexpr void accumulate_transients(std::array<std::int64_t, T>& acc, const ste
 template <std::size_t N, int Ipus, int Tiles>
 consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
   constexpr std::size_t T = static_cast<std::size_t>(Tiles);
-  const fixed_costs& fixed = p.opts.fixed;
   ipu_memory im;
   im.capacity = p.chip.bytes_per_tile;
   const auto mapping_on_ipu = [&](int j) -> const tensor_mapping& {
@@ -334,18 +342,16 @@ consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
   std::array<std::int64_t, T + 1> code_steps{};
   std::array<live_term, 2 * N + 1> distinct{};
   int distinct_count = 0;
-  std::array<bool, op_count> kinds{};
   for (int j = 0; j < static_cast<int>(N); ++j) {
     if (p.at(j).ipu != ipu) continue;
     const node_plan& np = p.plan_of(j);
     ++im.nodes;
     im.cycles += np.cycles;
-    kinds[static_cast<std::size_t>(p.at(j).kind)] = p.at(j).kind != op::input;
     for (int w = 0; w < np.weight_tensors; ++w) {
       const tensor_mapping& m = np.weights[static_cast<std::size_t>(w)];
       const std::int64_t bytes = np.weight_bytes[static_cast<std::size_t>(w)];
       add_term(distinct, distinct_count, m, bytes);
-      im.totals.weights += m.units.elements * m.unit_elements * bytes;
+      im.totals.weights += m.elements() * bytes;
     }
     const std::int64_t per_step = p.step_code_on(j, 0);
     code_steps[0] += per_step;
@@ -353,8 +359,7 @@ consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
   }
   for (int k = 0; k < distinct_count; ++k)
     accumulate(always, distinct[static_cast<std::size_t>(k)].mapping, distinct[static_cast<std::size_t>(k)].bytes);
-  std::int64_t fixed_code = fixed.runtime_bytes + im.nodes * fixed.control_bytes;
-  for (bool k : kinds) fixed_code += k ? fixed.codelet_bytes : 0;
+  const std::int64_t fixed_code = p.shared_code_on(ipu);
   std::int64_t running = 0;
   for (std::size_t t = 0; t < T; ++t) {
     running += code_steps[t];
@@ -389,9 +394,9 @@ consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
       const tensor_mapping& m = mapping_on_ipu(s);
       const std::int64_t bytes = size_of(p.at(s).type);
       live_max += m.max_elements_per_tile() * bytes;
-      live_total += m.units.elements * m.unit_elements * bytes;
+      live_total += m.elements() * bytes;
       dies_max[static_cast<std::size_t>(p.held_to(ipu, s))] += m.max_elements_per_tile() * bytes;
-      dies_total[static_cast<std::size_t>(p.held_to(ipu, s))] += m.units.elements * m.unit_elements * bytes;
+      dies_total[static_cast<std::size_t>(p.held_to(ipu, s))] += m.elements() * bytes;
     }
     if (p.at(s).ipu == ipu) {
       const node_plan& np = p.plan_of(s);
@@ -402,7 +407,7 @@ consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
       im.totals.temporaries = std::max(im.totals.temporaries, tile_sum(np.step, np.work.units, true));
       im.totals.exchange =
           std::max(im.totals.exchange, tile_sum(np.step, np.work.units, false) +
-                                           (np.sends ? np.copy.units.elements * bytes : 0));
+                                           (np.sends ? np.copy.elements() * bytes : 0));
     }
     live_max -= dies_max[static_cast<std::size_t>(s)];
     live_total -= dies_total[static_cast<std::size_t>(s)];

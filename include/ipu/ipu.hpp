@@ -6,6 +6,7 @@
 #include <ipu/core/dtype.hpp>
 #include <ipu/core/fixed_string.hpp>
 #include <ipu/core/shape.hpp>
+#include <ipu/core/tensor.hpp>
 
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/layers.hpp>
@@ -21,6 +22,10 @@
 #include <ipu/target/chip.hpp>
 #include <ipu/target/mapping.hpp>
 #include <ipu/target/options.hpp>
+
+#include <ipu/runtime/engine.hpp>
+#include <ipu/runtime/profile.hpp>
+#include <ipu/runtime/weights.hpp>
 
 #include <ipu/report/memory_report.hpp>
 #include <ipu/report/summary.hpp>

@@ -17,8 +17,9 @@
 ///
 /// **Transients.** While a step runs, a working tile holds (a) exchange buffers: the input
 /// window its outputs read (whole rows, halos included, gathered into one contiguous buffer the
-/// way the vertices read it) and, for conv and dense, the weights of the channel blocks it
-/// computes; (b) temporaries: the partial sums of the outputs it is computing, in the partials
+/// way the vertices read it); for conv and dense, the weights (and a dense layer's bias) of the
+/// channel blocks it computes; for batch norm, the scale and shift of the channels it holds;
+/// for an add whose operands are stored differently, its share of the shortcut; (b) temporaries: the partial sums of the outputs it is computing, in the partials
 /// type. Both are upper bounds written as functions of the number of units the tile holds, so
 /// the fullest tile is the one with the most units. A conv may run its units in `serial`
 /// slices, dividing the window and the partials (not the weights) by up to `serial`.
@@ -35,10 +36,15 @@
 
 namespace ipu {
 
-/// Where a tensor lives: a linear mapping of units of `unit_elements` elements each.
+/// Where a tensor lives: a linear mapping of units of `unit_elements` elements each, over the
+/// tensor's *storage order*. With `blocks == 1` the storage order is the logical one (NHWC or
+/// NC, channels innermost). With `blocks > 1` the channels are cut into `blocks` blocks of
+/// `unit_elements` channels and stored block-major: all positions of block 0, then block 1, ...
+/// (a conv's output, each unit one position of one block).
 struct tensor_mapping {
   linear_mapping units{};
   std::int64_t unit_elements = 1;
+  std::int64_t blocks = 1;
 
   constexpr std::int64_t elements() const noexcept { return units.elements * unit_elements; }
   constexpr std::int64_t elements_on(int tile) const noexcept { return units.elements_on(tile) * unit_elements; }
@@ -58,8 +64,9 @@ constexpr tensor_mapping map_elements(std::int64_t elements, std::int64_t elemen
 
 /// What a step needs besides the tensors it reads and writes.
 enum class step_kind : std::uint8_t {
-  none,     ///< no transients (input, batch norm, relu, add on matching mappings)
-  conv,     ///< conv or dense: window + weight blocks in exchange, partials in temporaries
+  none,     ///< no transients (input, relu, add on matching mappings)
+  conv,     ///< conv or dense: window + weight blocks (and bias) in exchange, partials in temporaries
+  channels, ///< batch norm: the scale and shift of the channels the tile holds, in exchange
   window,   ///< max or average pooling: input window in exchange
   reduce,   ///< global average pooling: each output reads `reduce` inputs
   rows,     ///< softmax: each output reads its whole row
@@ -82,6 +89,7 @@ struct step_model {
   std::int64_t element_bytes = 2;
   std::int64_t partial_bytes = 4;
   std::int64_t serial = 1;          ///< serial slices a tile's units run in (conv, dense)
+  bool bias = false;                ///< dense: each block also receives its bias
 
   constexpr bool operator==(const step_model&) const = default;
 };
@@ -126,7 +134,7 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
       const std::int64_t blocks = std::min(s.blocks, runs_touched(units, s.positions));
       const std::int64_t slice_blocks = std::min(blocks, runs_touched(slice, s.positions));
       const std::int64_t slice_positions = std::min(slice, s.positions);
-      const std::int64_t weights = blocks * s.kernel * s.kernel * s.in_channels * s.block_channels;
+      const std::int64_t weights = blocks * (s.kernel * s.kernel * s.in_channels + (s.bias ? 1 : 0)) * s.block_channels;
       const std::int64_t window = slice_blocks * detail::window_elements(s, slice_positions);
       return {slice * s.block_channels * s.partial_bytes, (weights + window) * s.element_bytes};
     }
@@ -137,7 +145,14 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
     case step_kind::reduce: return {0, units * s.reduce * s.element_bytes};
     case step_kind::rows:
       return {0, std::min(s.positions, runs_touched(units, s.block_channels)) * s.block_channels * s.element_bytes};
-    case step_kind::remap: return {0, units * s.element_bytes};
+    case step_kind::channels: {
+      // Block-major storage: a run of units touches a few blocks; otherwise a run of
+      // `units * block_channels` elements, channels innermost.
+      const std::int64_t touched = s.blocks > 1 ? runs_touched(units, s.positions) * s.block_channels
+                                                : units * s.block_channels;
+      return {0, 2 * std::min(s.in_channels, touched) * s.element_bytes};
+    }
+    case step_kind::remap: return {0, units * s.block_channels * s.element_bytes};
     default: return {};
   }
 }
@@ -150,7 +165,7 @@ struct channel_blocks {
 
 /// The units of `s` (with `s.blocks` and `s.block_channels` set) mapped over `chip`.
 constexpr tensor_mapping map_units(const step_model& s, const chip_spec& chip) noexcept {
-  return {map_linearly(s.blocks * s.positions, s.block_channels * s.element_bytes, chip), s.block_channels};
+  return {map_linearly(s.blocks * s.positions, s.block_channels * s.element_bytes, chip), s.block_channels, s.blocks};
 }
 
 /// One block per group for a grouped conv. Otherwise the equal blocks (a divisor of the

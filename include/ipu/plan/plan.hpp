@@ -149,28 +149,33 @@ constexpr std::int64_t macs_per_cycle(const chip_spec& chip, dtype t) noexcept {
   return t == dtype::f16 ? chip.f16_macs_per_cycle : chip.f32_macs_per_cycle;
 }
 
-/// Estimated tile cycles of a step: the fullest tile's arithmetic (conv and dense at the chip's
-/// MACs per cycle; other ops one vector per cycle per input they read) and its exchange (at
-/// its share of the chip's exchange bandwidth).
-constexpr std::int64_t estimate_cycles(const node& n, const node_plan& p, const chip_spec& chip) noexcept {
+/// Estimated cycles of the fullest tile's arithmetic in a step: conv and dense at the chip's
+/// MACs per cycle per tile; other ops one vector per cycle per input value they read (the six
+/// workers share the tile's issue slots round-robin, so a tile retires one worker instruction
+/// per cycle).
+constexpr std::int64_t compute_cycles(const node& n, const node_plan& p, const chip_spec& chip) noexcept {
   const std::int64_t units = p.work.units.max_elements_per_tile();
   const std::int64_t vector = chip.grain(size_of(n.type));
-  std::int64_t compute = 0;
   switch (p.step.kind) {
     case step_kind::conv:
-      compute = div_up(units * p.step.block_channels * p.step.kernel * p.step.kernel * p.step.in_channels,
-                       std::max<std::int64_t>(1, macs_per_cycle(chip, n.type)));
-      break;
-    case step_kind::window: compute = div_up(units * p.step.kernel * p.step.kernel, vector); break;
-    case step_kind::reduce: compute = div_up(units * p.step.reduce, vector); break;
-    case step_kind::rows: compute = div_up(3 * units, vector); break;
-    default: compute = n.kind == op::input ? 0 : div_up(p.output.max_elements_per_tile(), vector); break;
+      return div_up(units * p.step.block_channels * p.step.kernel * p.step.kernel * p.step.in_channels,
+                    std::max<std::int64_t>(1, macs_per_cycle(chip, n.type)));
+    case step_kind::window: return div_up(units * p.step.kernel * p.step.kernel, vector);
+    case step_kind::reduce: return div_up(units * p.step.reduce, vector);
+    case step_kind::rows: return div_up(3 * units, vector);
+    default: return n.kind == op::input ? 0 : div_up(p.output.max_elements_per_tile(), vector);
   }
-  const std::int64_t exchange =
-      chip.exchange_bytes_per_s > 0
-          ? div_up(p.transient_max.exchange * chip.clock_hz * chip.tiles, chip.exchange_bytes_per_s)
-          : 0;
-  return compute + exchange;
+}
+
+/// Estimated cycles of the fullest tile's exchange in a step: the bytes it receives at its
+/// share of the chip's exchange bandwidth.
+constexpr std::int64_t exchange_cycles(std::int64_t bytes, const chip_spec& chip) noexcept {
+  return chip.exchange_bytes_per_s > 0 ? div_up(bytes * chip.clock_hz * chip.tiles, chip.exchange_bytes_per_s) : 0;
+}
+
+/// Estimated tile cycles of a step: compute and exchange.
+constexpr std::int64_t estimate_cycles(const node& n, const node_plan& p, const chip_spec& chip) noexcept {
+  return compute_cycles(n, p, chip) + exchange_cycles(p.transient_max.exchange, chip);
 }
 
 /// One term of a step's memory on a tile: `bytes` times the elements `mapping` puts there.
@@ -243,6 +248,7 @@ consteval void place_node(plan<N, Ipus>& p, int j) {
       s.in_channels = in.channels() / groups;
       s.kernel = n.kind == op::conv ? n.layer.kernel : 1;
       s.stride = n.kind == op::conv ? n.layer.stride : 1;
+      s.bias = n.kind == op::dense;
       const channel_blocks cb = split_channels(s, out.channels(), groups, chip);
       s.blocks = cb.blocks;
       s.block_channels = cb.channels;
@@ -263,15 +269,23 @@ consteval void place_node(plan<N, Ipus>& p, int j) {
       np.over_bound = transient_on(s, units).total() > np.transient_bound;
       break;
     }
-    case op::batch_norm:
+    case op::batch_norm:  // folded: a scale and a shift per channel
       add_weights(out.channels());
       add_weights(out.channels());
       np.output = np.work = local(n.input);
+      s.kind = step_kind::channels;
+      s.in_channels = out.channels();
+      s.blocks = np.work.blocks;
+      s.block_channels = np.work.unit_elements;
+      s.positions = np.work.units.elements / np.work.blocks;
       break;
     case op::relu: np.output = np.work = local(n.input); break;
     case op::add:
       np.output = np.work = local(n.input);
-      if (!(local(n.shortcut) == np.output)) s.kind = step_kind::remap;
+      if (!(local(n.shortcut) == np.output)) {
+        s.kind = step_kind::remap;
+        s.block_channels = np.work.unit_elements;
+      }
       break;
     case op::max_pool:
     case op::avg_pool:

@@ -36,6 +36,15 @@ struct fixed_costs {
   constexpr bool operator==(const fixed_costs&) const = default;
 };
 
+/// The costs of the cycle model that Graphcore does not publish. The default is an assumption
+/// of the right order (an IPU-wide sync is a hardware barrier over all tiles, a few hundred
+/// cycles at most), not a measurement; override it with the "sync" cycles of a real profile.
+struct cycle_costs {
+  std::int64_t sync_cycles = 150;  ///< one IPU-wide sync between a compute and an exchange phase
+
+  constexpr bool operator==(const cycle_costs&) const = default;
+};
+
 /// Options that change a plan.
 struct options {
   /// Per-tile bound on the temporary memory of convolutions and matmuls, as a proportion of
@@ -45,6 +54,8 @@ struct options {
   dtype partials = dtype::f32;
   /// The fixed-cost model: code, vertex state and control tables per tile.
   fixed_costs fixed{};
+  /// The unpublished costs of the cycle model.
+  cycle_costs cycles{};
 
   constexpr bool operator==(const options&) const = default;
 };

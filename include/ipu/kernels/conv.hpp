@@ -1,0 +1,112 @@
+#pragma once
+/// \file
+/// Convolution (dense and grouped, any kernel size and stride, SAME padding) and dense layers,
+/// one block of output channels at a time.
+///
+/// Every output is the sum of its products in one fixed order — kernel row, kernel column,
+/// input channel — accumulated in `Acc` (f32 partials by default, f16 when the options say
+/// so), then the bias added and the result rounded to `T`. The order does not depend on how
+/// positions are grouped into calls, which is what keeps the faithful and fast executors
+/// bit-identical whatever the tiles, work items or host threads.
+
+#include <ipu/kernels/views.hpp>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ipu::kernels {
+
+/// `acc + x` in the partials type.
+template <class Acc>
+inline Acc accumulate(Acc acc, float x) noexcept {
+  return static_cast<Acc>(widen(acc) + x);
+}
+template <>
+inline float accumulate<float>(float acc, float x) noexcept {
+  return acc + x;
+}
+
+namespace detail {
+/// Adds `x * w[co]` to `acc[co]` for `co < channels`.
+template <class Acc, class W>
+inline void axpy(Acc* __restrict acc, float x, const W* __restrict w, std::int64_t channels) noexcept {
+  for (std::int64_t co = 0; co < channels; ++co) acc[co] = accumulate(acc[co], x * widen(w[co]));
+}
+
+/// Rounds `acc` (plus `bias`) to `T` into `out`.
+template <class T, class Acc, class W>
+inline void store(const Acc* acc, const W* bias, std::int64_t channels, T* out) noexcept {
+  if (bias != nullptr) {
+    for (std::int64_t co = 0; co < channels; ++co) out[co] = static_cast<T>(widen(acc[co]) + widen(bias[co]));
+  } else {
+    for (std::int64_t co = 0; co < channels; ++co) out[co] = static_cast<T>(widen(acc[co]));
+  }
+}
+
+/// 1x1, stride 1: four positions share each weight row.
+template <class T, class Acc, class W>
+void conv_pointwise(const window_geometry& g, image_view<T> in, weight_view<W> w, std::int64_t channels,
+                    std::int64_t begin, std::int64_t end, Acc* partials) noexcept {
+  const std::int64_t per_image = g.positions_per_image();
+  const auto pixel = [&](std::int64_t p) {
+    const std::int64_t image = p / per_image, rest = p % per_image;
+    return in.pixel(image * g.in_height + rest / g.out_width, rest % g.out_width);
+  };
+  std::int64_t p = begin;
+  for (; p + 4 <= end; p += 4) {
+    const T *x0 = pixel(p), *x1 = pixel(p + 1), *x2 = pixel(p + 2), *x3 = pixel(p + 3);
+    Acc* a0 = partials + (p - begin) * channels;
+    Acc *a1 = a0 + channels, *a2 = a1 + channels, *a3 = a2 + channels;
+    for (std::int64_t ci = 0; ci < w.in_channels; ++ci) {
+      const float v0 = widen(x0[ci]), v1 = widen(x1[ci]), v2 = widen(x2[ci]), v3 = widen(x3[ci]);
+      const W* __restrict wr = w.row(0, 0, 1, ci);
+      for (std::int64_t co = 0; co < channels; ++co) {
+        const float wv = widen(wr[co]);
+        a0[co] = accumulate(a0[co], v0 * wv);
+        a1[co] = accumulate(a1[co], v1 * wv);
+        a2[co] = accumulate(a2[co], v2 * wv);
+        a3[co] = accumulate(a3[co], v3 * wv);
+      }
+    }
+  }
+  for (; p < end; ++p) {
+    const T* x = pixel(p);
+    Acc* acc = partials + (p - begin) * channels;
+    for (std::int64_t ci = 0; ci < w.in_channels; ++ci) axpy(acc, widen(x[ci]), w.row(0, 0, 1, ci), channels);
+  }
+}
+}  // namespace detail
+
+/// Output positions `[begin, end)` (over all images, row-major) of one block of `channels`
+/// output channels: `out[(p - begin) * out_stride + co]`. `in` views the block's input
+/// channels (`w.in_channels` of them, contiguous in each pixel); `partials` holds
+/// `(end - begin) * channels` values of `Acc`; `bias` is null or `channels` values.
+template <class T, class Acc, class W>
+void conv(const window_geometry& g, image_view<T> in, weight_view<W> w, std::int64_t channels, const W* bias,
+          std::int64_t begin, std::int64_t end, Acc* partials, T* out, std::int64_t out_stride) noexcept {
+  std::fill(partials, partials + (end - begin) * channels, Acc{});
+  if (g.kernel == 1 && g.stride == 1) {
+    detail::conv_pointwise(g, in, w, channels, begin, end, partials);
+  } else {
+    const std::int64_t per_image = g.positions_per_image();
+    for (std::int64_t p = begin; p < end; ++p) {
+      const std::int64_t image = p / per_image, oh = p % per_image / g.out_width, ow = p % g.out_width;
+      Acc* acc = partials + (p - begin) * channels;
+      for (std::int64_t kh = 0; kh < g.kernel; ++kh) {
+        const std::int64_t ih = oh * g.stride - g.pad_top + kh;
+        if (ih < 0 || ih >= g.in_height) continue;
+        for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
+          const std::int64_t iw = ow * g.stride - g.pad_left + kw;
+          if (iw < 0 || iw >= g.in_width) continue;
+          const T* x = in.pixel(image * g.in_height + ih, iw);
+          for (std::int64_t ci = 0; ci < w.in_channels; ++ci)
+            detail::axpy(acc, widen(x[ci]), w.row(kh, kw, g.kernel, ci), channels);
+        }
+      }
+    }
+  }
+  for (std::int64_t p = begin; p < end; ++p)
+    detail::store(partials + (p - begin) * channels, bias, channels, out + (p - begin) * out_stride);
+}
+
+}  // namespace ipu::kernels

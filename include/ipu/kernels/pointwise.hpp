@@ -1,0 +1,42 @@
+#pragma once
+/// \file
+/// Element-wise kernels on runs of elements: ReLU, the residual add, and batch norm folded
+/// into a per-channel scale and shift. Arithmetic in f32, results rounded to `T`.
+
+#include <ipu/kernels/views.hpp>
+
+#include <cmath>
+#include <cstdint>
+
+namespace ipu::kernels {
+
+/// `y[i] = max(x[i], 0)` for `i < n` (`x` and `y` may be the same).
+template <class T>
+void relu(const T* x, T* y, std::int64_t n) noexcept {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = widen(x[i]) > 0.0f ? x[i] : T(0.0f);
+}
+
+/// `y[i] = a[i] + b[i]` for `i < n`.
+template <class T>
+void add(const T* a, const T* b, T* y, std::int64_t n) noexcept {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(widen(a[i]) + widen(b[i]));
+}
+
+/// Batch norm folded for inference: `y[i] = x[i] * scale[i] + shift[i]` for `n` consecutive
+/// channels (`scale` and `shift` point at the first one).
+template <class T, class W>
+void affine(const T* x, T* y, std::int64_t n, const W* scale, const W* shift) noexcept {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(widen(x[i]) * widen(scale[i]) + widen(shift[i]));
+}
+
+/// Folds batch-norm statistics into the scale and shift `affine` applies:
+/// `scale' = scale / sqrt(variance + epsilon)`, `shift' = shift - mean * scale'`.
+struct folded_norm {
+  double scale = 1, shift = 0;
+};
+inline folded_norm fold_batch_norm(double scale, double shift, double mean, double variance, double epsilon) {
+  const double s = scale / std::sqrt(variance + epsilon);
+  return {s, shift - mean * s};
+}
+
+}  // namespace ipu::kernels

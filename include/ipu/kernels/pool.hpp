@@ -1,0 +1,64 @@
+#pragma once
+/// \file
+/// Reductions over windows and rows: max and average pooling (SAME padding; the average
+/// counts only cells inside the image, as TensorFlow's), global average pooling and softmax.
+
+#include <ipu/kernels/views.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace ipu::kernels {
+
+/// Which window reduction `pool` computes.
+enum class pool_kind : std::uint8_t { max, average };
+
+/// Output elements `[begin, end)` of an NHWC pooling with `channels` channels (element `e` is
+/// position `e / channels`, channel `e % channels`) into `out[e - begin]`.
+template <class T>
+void pool(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64_t channels, std::int64_t begin,
+          std::int64_t end, T* out) noexcept {
+  const std::int64_t per_image = g.positions_per_image();
+  for (std::int64_t e = begin; e < end; ++e) {
+    const std::int64_t p = e / channels, c = e % channels;
+    const std::int64_t image = p / per_image, oh = p % per_image / g.out_width, ow = p % g.out_width;
+    float best = -std::numeric_limits<float>::infinity(), sum = 0;
+    std::int64_t count = 0;
+    for (std::int64_t kh = 0; kh < g.kernel; ++kh) {
+      const std::int64_t ih = oh * g.stride - g.pad_top + kh;
+      if (ih < 0 || ih >= g.in_height) continue;
+      for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
+        const std::int64_t iw = ow * g.stride - g.pad_left + kw;
+        if (iw < 0 || iw >= g.in_width) continue;
+        const float v = widen(in.pixel(image * g.in_height + ih, iw)[c]);
+        best = std::max(best, v);
+        sum += v;
+        ++count;
+      }
+    }
+    out[e - begin] = static_cast<T>(kind == pool_kind::max ? best : sum / static_cast<float>(count));
+  }
+}
+
+/// The mean of `count` values `x[0], x[stride], ...`, summed in order.
+template <class T>
+T mean(const T* x, std::int64_t stride, std::int64_t count) noexcept {
+  float sum = 0;
+  for (std::int64_t k = 0; k < count; ++k) sum += widen(x[k * stride]);
+  return static_cast<T>(sum / static_cast<float>(count));
+}
+
+/// Softmax of one row of `channels` values; writes channels `[begin, end)` into
+/// `out[c - begin]`. The row maximum is subtracted first.
+template <class T>
+void softmax_row(const T* row, std::int64_t channels, std::int64_t begin, std::int64_t end, T* out) noexcept {
+  float top = -std::numeric_limits<float>::infinity();
+  for (std::int64_t c = 0; c < channels; ++c) top = std::max(top, widen(row[c]));
+  float sum = 0;
+  for (std::int64_t c = 0; c < channels; ++c) sum += std::exp(widen(row[c]) - top);
+  for (std::int64_t c = begin; c < end; ++c) out[c - begin] = static_cast<T>(std::exp(widen(row[c]) - top) / sum);
+}
+
+}  // namespace ipu::kernels

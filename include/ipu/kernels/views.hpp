@@ -1,0 +1,92 @@
+#pragma once
+/// \file
+/// What the kernels read: strided views over activations and weights, and the geometry of a
+/// sliding-window op. The executor builds views over a tile's exchange buffers (faithful mode)
+/// or over whole host tensors (fast mode); a kernel computes the same values from either, so
+/// the two modes agree bit for bit.
+///
+/// Kernels compute in f32 (`Acc` may be f16 for f16 partials) from `T` storage and never
+/// allocate; the partials buffer is the caller's.
+
+#include <ipu/core/dtype.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+namespace ipu::kernels {
+
+/// Converts a stored element to the f32 the arithmetic runs in.
+template <class T>
+constexpr float widen(T x) noexcept {
+  return static_cast<float>(x);
+}
+
+/// Rows of an NHWC image: row `r` is `image * height + h`; pixel `(r, x)` starts at
+/// `data + (r - first_row) * row_stride + x * pixel_stride`, with its channels contiguous.
+template <class T>
+struct image_view {
+  const T* data = nullptr;
+  std::int64_t first_row = 0;
+  std::int64_t row_stride = 0;
+  std::int64_t pixel_stride = 0;
+
+  constexpr const T* pixel(std::int64_t row, std::int64_t x) const noexcept {
+    return data + (row - first_row) * row_stride + x * pixel_stride;
+  }
+};
+
+/// TensorFlow's SAME padding along one axis: the padding before the first element.
+constexpr std::int64_t same_padding_before(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                                           std::int64_t stride) noexcept {
+  return std::max<std::int64_t>(0, (out - 1) * stride + kernel - in) / 2;
+}
+
+/// The geometry of a sliding-window op over NHWC images (a dense layer is a 1x1 conv on 1x1
+/// images).
+struct window_geometry {
+  std::int64_t in_height = 1, in_width = 1;
+  std::int64_t out_height = 1, out_width = 1;
+  std::int64_t kernel = 1, stride = 1;
+  std::int64_t pad_top = 0, pad_left = 0;
+
+  /// SAME padding for the given sizes.
+  static constexpr window_geometry same(std::int64_t in_h, std::int64_t in_w, std::int64_t out_h,
+                                        std::int64_t out_w, std::int64_t kernel, std::int64_t stride) noexcept {
+    return {in_h,   in_w,   out_h, out_w, kernel, stride, same_padding_before(in_h, out_h, kernel, stride),
+            same_padding_before(in_w, out_w, kernel, stride)};
+  }
+  constexpr std::int64_t positions_per_image() const noexcept { return out_height * out_width; }
+
+  /// The input rows (`image * in_height + h`) that output positions `[begin, end)` read:
+  /// `[first, last)`. Positions count over all images, row-major.
+  constexpr std::pair<std::int64_t, std::int64_t> input_rows(std::int64_t begin, std::int64_t end) const noexcept {
+    const std::int64_t first_out = begin / out_width, last_out = (end - 1) / out_width;
+    const auto first_in = [&](std::int64_t out_row) {
+      const std::int64_t image = out_row / out_height, oh = out_row % out_height;
+      return image * in_height + std::max<std::int64_t>(0, oh * stride - pad_top);
+    };
+    const auto end_in = [&](std::int64_t out_row) {
+      const std::int64_t image = out_row / out_height, oh = out_row % out_height;
+      return image * in_height + std::min(in_height, oh * stride - pad_top + kernel);
+    };
+    return {first_in(first_out), end_in(last_out)};
+  }
+};
+
+/// A block of conv weights: `[kh][kw][ci]` rows of `block_channels` contiguous output
+/// channels, row `(kh * kernel + kw) * in_channels + ci` at `data + row * row_stride`. `W` is
+/// the storage type (f32 weights converted once, or `T` read straight from a tile); either
+/// way each weight reaches the arithmetic as the same f32 value.
+template <class W>
+struct weight_view {
+  const W* data = nullptr;
+  std::int64_t in_channels = 0;
+  std::int64_t row_stride = 0;
+
+  constexpr const W* row(std::int64_t kh, std::int64_t kw, std::int64_t kernel, std::int64_t ci) const noexcept {
+    return data + ((kh * kernel + kw) * in_channels + ci) * row_stride;
+  }
+};
+
+}  // namespace ipu::kernels

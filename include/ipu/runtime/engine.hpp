@@ -1,0 +1,159 @@
+#pragma once
+/// \file
+/// `ipu::engine<G, Target, Options>`: runs graph `G` as its plan on `Target` lays it out.
+///
+/// ```cpp
+/// using model_t = decltype(ipu::input<ipu::f16, 4, 224, 224, 4> | ...);
+/// ipu::engine<model_t, ipu::mk2> engine{ipu::weights<model_t>::random(42)};
+/// ipu::output_tensor_t<model_t> y = engine.infer(x);
+/// std::cout << engine.profile();
+/// ```
+///
+/// The engine requires the plan to fit (`ipu::require_fit`): a graph that does not fit is a
+/// compile error naming the tile and the layer, not a run-time failure. See `executor.hpp`
+/// for the fast and faithful modes and `profile.hpp` for the cycle model.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/core/tensor.hpp>
+#include <ipu/graph/queries.hpp>
+#include <ipu/plan/plan.hpp>
+#include <ipu/runtime/executor.hpp>
+#include <ipu/runtime/profile.hpp>
+#include <ipu/runtime/program.hpp>
+#include <ipu/runtime/weights.hpp>
+#include <ipu/kernels/pointwise.hpp>
+#include <ipu/target/chip.hpp>
+#include <ipu/target/options.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace ipu {
+
+namespace detail {
+template <class T, auto Shape, class Seq = std::make_index_sequence<Shape.size()>>
+struct tensor_of;
+template <class T, auto Shape, std::size_t... I>
+struct tensor_of<T, Shape, std::index_sequence<I...>> {
+  using type = tensor<T, Shape[I]...>;
+};
+}  // namespace detail
+
+/// The host tensor `G` takes: its element type, NHWC extents.
+template <Graph G>
+using input_tensor_t = typename detail::tensor_of<element_type_t<G>, input_shape_v<G>>::type;
+
+/// The host tensor `G` produces: NHWC, or NC after a global pooling.
+template <Graph G>
+using output_tensor_t = typename detail::tensor_of<element_type_t<G>, output_shape_v<G>>::type;
+
+/// How an engine runs.
+struct engine_config {
+  execution_mode mode = execution_mode::fast;
+  unsigned threads = 0;  ///< host threads; 0: one per hardware thread
+};
+
+template <Graph G, Target Tgt, options Opts = options{}>
+class engine {
+  static_assert(require_fit<G, Tgt, Opts>, "ipu::engine: the graph does not fit the target");
+
+ public:
+  using graph_type = std::remove_cvref_t<G>;
+  using element_type = element_type_t<G>;
+  using partial_type = std::conditional_t<Opts.partials == dtype::f16, f16, f32>;
+  using input_type = input_tensor_t<G>;
+  using output_type = output_tensor_t<G>;
+  using target_type = Tgt;
+  static constexpr options opts = Opts;
+
+  /// Checks `w` (finite values, batch-norm variance), folds batch norm into a scale and a
+  /// shift, rounds the weights to the element type and lays them out. Throws `weight_error`
+  /// if any value is not finite before or after that.
+  explicit engine(const weights<G>& w, engine_config config = {})
+      : executor_(runtime::program::from(plan()), parameters(w), config.mode, config.threads),
+        profile_(executor_.prog(), batch_size_v<G>, Tgt::name, name_of(config.mode).data()) {}
+
+  /// The plan the engine runs: `ipu::plan_v<G, Tgt, Opts>`.
+  static constexpr const auto& plan() noexcept { return plan_v<G, Tgt, Opts>; }
+
+  /// Runs one batch.
+  output_type infer(const input_type& x) {
+    output_type y;
+    infer(x, y);
+    return y;
+  }
+  /// Runs one batch into `y`.
+  void infer(const input_type& x, output_type& y) { run(x.data(), y.data()); }
+  /// Runs one batch from raw values; throws `std::invalid_argument` unless `x` and `y` have
+  /// exactly the input's and output's number of elements.
+  void infer(std::span<const element_type> x, std::span<element_type> y) {
+    check_size("input", x.size(), input_type::size(), input_type::shape_string());
+    check_size("output", y.size(), output_type::size(), output_type::shape_string());
+    run(x.data(), y.data());
+  }
+
+  /// The cycle model, with the host time of the batches run so far.
+  const ipu::profile& profile() const noexcept { return profile_; }
+  execution_mode mode() const noexcept { return executor_.mode(); }
+  unsigned threads() const noexcept { return executor_.threads(); }
+
+  /// Faithful mode: the bytes `tile` of `ipu` held by category while `step` (a node index of
+  /// that IPU) ran, measured in the last batch; compare with `plan().usage(ipu, tile, step)`.
+  memory_bytes measured_usage(int ipu, int tile, int step) const { return executor_.measured_usage(ipu, tile, step); }
+  /// Faithful mode: one past the highest byte of `tile`'s image that any buffer reached.
+  std::int64_t measured_extent(int ipu, int tile) const { return executor_.measured_extent(ipu, tile); }
+
+ private:
+  static void check_size(const char* what, std::size_t given, std::size_t expected, const std::string& shape) {
+    if (given != expected)
+      throw std::invalid_argument("ipu::engine: the " + std::string(what) + " has " + std::to_string(given) +
+                                  " elements, the graph's " + what + " " + shape + " has " + std::to_string(expected));
+  }
+
+  void run(const element_type* x, element_type* y) {
+    executor_.run(x, y, seconds_);
+    profile_.record_batch(seconds_);
+  }
+
+  /// The tensors as the device holds them: batch norm folded; every value finite in `T`.
+  static runtime::parameter_set parameters(const weights<G>& w) {
+    w.validate();
+    runtime::parameter_set set(node_count_v<G>);
+    for (const layer_weights& layer : w) {
+      auto& tensors = set[static_cast<std::size_t>(layer.node_index())];
+      if (layer.kind() == op::batch_norm) {
+        const auto scale = layer["scale"], shift = layer["shift"], mean = layer["mean"], variance = layer["variance"];
+        std::vector<float> s(scale.size()), h(scale.size());
+        for (std::size_t c = 0; c < scale.size(); ++c) {
+          const kernels::folded_norm f =
+              kernels::fold_batch_norm(scale[c], shift[c], mean[c], variance[c], batch_norm_epsilon);
+          s[c] = static_cast<float>(f.scale);
+          h[c] = static_cast<float>(f.shift);
+        }
+        tensors = {std::move(s), std::move(h)};
+      } else {
+        for (const weight_tensor& t : layer.tensors()) tensors.push_back(t.values);
+      }
+      for (std::size_t k = 0; k < tensors.size(); ++k)
+        for (std::size_t i = 0; i < tensors[k].size(); ++i)
+          if (!std::isfinite(kernels::widen(static_cast<element_type>(tensors[k][i]))))
+            throw weight_error("ipu::engine: " + std::string(layer.path()) + (layer.kind() == op::batch_norm ? " folded " : " ") +
+                               (layer.kind() == op::batch_norm ? (k == 0 ? "scale" : "shift") : std::string(layer.tensors()[k].name)) +
+                               "[" + std::to_string(i) + "] = " + std::to_string(tensors[k][i]) + " is not finite in " +
+                               std::string(name_of(dtype_of_v<element_type>)));
+    }
+    return set;
+  }
+
+  runtime::executor<element_type, partial_type> executor_;
+  ipu::profile profile_;
+  std::vector<double> seconds_;
+};
+
+}  // namespace ipu

@@ -1,0 +1,219 @@
+#pragma once
+/// \file
+/// `ipu::profile`: what the cycle model predicts for each step on the target, next to the
+/// host time the executor measured.
+///
+/// **The cycle model.** A step on an IPU is a compute phase, a sync and an exchange phase
+/// (a conv split into serial slices runs that loop once per slice). For the fullest tile:
+///   - compute: conv and dense at the chip's MACs per cycle per tile (`chip_spec::f16_macs_per_cycle`
+///     or `f32_macs_per_cycle`, the AMP's rate); every other op one vector per cycle per value
+///     read (6 workers issue round-robin, one instruction per tile cycle);
+///   - exchange: the bytes the tile receives (the plan's exchange buffers) at its share of
+///     the chip's exchange bandwidth, `exchange_bytes_per_s / tiles`;
+///   - sync: `options::cycles.sync_cycles` per sync (an assumption; see `cycle_costs`);
+///   - IPU-Link: an output read on another IPU crosses at `link_bytes_per_s`.
+/// Cycles become seconds at `clock_hz`. One batch runs the IPUs' steps one after another, so
+/// the simulated time per batch is the sum over all steps; with successive batches pipelined
+/// across IPUs, throughput is set by the busiest IPU (`pipelined_images_per_second`).
+
+#include <ipu/core/fixed_string.hpp>
+#include <ipu/graph/node.hpp>
+#include <ipu/plan/plan.hpp>
+#include <ipu/runtime/program.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ipu {
+
+/// One step (one node) of the program.
+struct step_profile {
+  int node = 0;
+  path_string path{};
+  op kind{};
+  int ipu = 0;
+  std::int64_t compute_cycles = 0;
+  std::int64_t exchange_cycles = 0;
+  std::int64_t sync_cycles = 0;
+  std::int64_t link_cycles = 0;
+  double host_seconds = 0;  ///< measured host time per batch (mean over the batches run)
+
+  std::int64_t cycles() const noexcept { return compute_cycles + exchange_cycles + sync_cycles + link_cycles; }
+};
+
+/// Totals of one IPU.
+struct ipu_profile {
+  std::int64_t compute_cycles = 0, exchange_cycles = 0, sync_cycles = 0, link_cycles = 0;
+  int steps = 0;
+  double host_seconds = 0;
+  std::int64_t cycles() const noexcept { return compute_cycles + exchange_cycles + sync_cycles + link_cycles; }
+};
+
+/// The simulated and measured profile of an engine.
+class profile {
+ public:
+  profile() = default;
+
+  /// The cycle model of `prog` (host times zero until batches run).
+  explicit profile(const runtime::program& prog, std::int64_t batch, const char* target, const char* mode)
+      : batch_(batch), clock_hz_(prog.chip.clock_hz), target_(target), mode_(mode) {
+    ipus_.resize(static_cast<std::size_t>(prog.ipus));
+    for (int j = 0; j < prog.size(); ++j) {
+      const node& n = prog.at(j);
+      const node_plan& p = prog.plan_of(j);
+      step_profile s;
+      s.node = j;
+      s.path = n.path;
+      s.kind = n.kind;
+      s.ipu = n.ipu;
+      s.compute_cycles = detail::compute_cycles(n, p, prog.chip);
+      s.exchange_cycles = detail::exchange_cycles(p.transient_max.exchange, prog.chip);
+      const std::int64_t phases = n.kind == op::input ? 0 : (p.step.kind == step_kind::conv ? p.step.serial : 1);
+      s.sync_cycles = 2 * phases * prog.opts.cycles.sync_cycles;
+      if (p.sends && prog.chip.link_bytes_per_s > 0)
+        s.link_cycles = detail::div_up(n.out.elements() * size_of(n.type) * prog.chip.clock_hz, prog.chip.link_bytes_per_s);
+      steps_.push_back(s);
+      ipu_profile& i = ipus_[static_cast<std::size_t>(n.ipu)];
+      i.compute_cycles += s.compute_cycles;
+      i.exchange_cycles += s.exchange_cycles;
+      i.sync_cycles += s.sync_cycles;
+      i.link_cycles += s.link_cycles;
+      ++i.steps;
+    }
+  }
+
+  const std::vector<step_profile>& steps() const noexcept { return steps_; }
+  const std::vector<ipu_profile>& ipus() const noexcept { return ipus_; }
+  std::int64_t batch_size() const noexcept { return batch_; }
+  std::int64_t clock_hz() const noexcept { return clock_hz_; }
+
+  /// Simulated cycles of one batch: every step of every IPU, one after another.
+  std::int64_t cycles_per_batch() const noexcept {
+    std::int64_t c = 0;
+    for (const ipu_profile& i : ipus_) c += i.cycles();
+    return c;
+  }
+  double simulated_seconds_per_batch() const noexcept {
+    return static_cast<double>(cycles_per_batch()) / static_cast<double>(clock_hz_);
+  }
+  double simulated_images_per_second() const noexcept {
+    return static_cast<double>(batch_) / simulated_seconds_per_batch();
+  }
+  /// Throughput with successive batches pipelined over the IPUs: the busiest IPU sets it.
+  double pipelined_images_per_second() const noexcept {
+    std::int64_t busiest = 1;
+    for (const ipu_profile& i : ipus_) busiest = std::max(busiest, i.cycles());
+    return static_cast<double>(batch_) * static_cast<double>(clock_hz_) / static_cast<double>(busiest);
+  }
+
+  /// Batches whose host time the profile holds.
+  std::int64_t batches_measured() const noexcept { return batches_; }
+  /// Mean measured host seconds per batch (0 before the first batch).
+  double host_seconds_per_batch() const noexcept { return batches_ > 0 ? host_total_ / static_cast<double>(batches_) : 0; }
+  double host_images_per_second() const noexcept {
+    return host_total_ > 0 ? static_cast<double>(batch_ * batches_) / host_total_ : 0;
+  }
+
+  /// Adds one batch's measured host seconds per step (`seconds[j]` for node `j`).
+  void record_batch(const std::vector<double>& seconds) {
+    if (seconds.size() != steps_.size()) throw std::logic_error("ipu::profile: one time per step expected");
+    ++batches_;
+    double total = 0;
+    for (ipu_profile& i : ipus_) i.host_seconds = 0;
+    for (std::size_t j = 0; j < seconds.size(); ++j) {
+      step_profile& s = steps_[j];
+      s.host_seconds += (seconds[j] - s.host_seconds) / static_cast<double>(batches_);
+      ipus_[static_cast<std::size_t>(s.ipu)].host_seconds += s.host_seconds;
+      total += seconds[j];
+    }
+    host_total_ += total;
+  }
+
+  /// The profile as JSON: the target, the model's totals, the measured figures, one object
+  /// per IPU and one per step.
+  void write_json(std::ostream& os) const {
+    os << std::setprecision(9) << "{\n  \"target\": \"" << target_ << "\",\n  \"mode\": \"" << mode_
+       << "\",\n  \"batch_size\": " << batch_ << ",\n  \"clock_hz\": " << clock_hz_
+       << ",\n  \"cycles_per_batch\": " << cycles_per_batch()
+       << ",\n  \"simulated_seconds_per_batch\": " << simulated_seconds_per_batch()
+       << ",\n  \"simulated_images_per_second\": " << simulated_images_per_second()
+       << ",\n  \"pipelined_images_per_second\": " << pipelined_images_per_second()
+       << ",\n  \"batches_measured\": " << batches_ << ",\n  \"host_seconds_per_batch\": " << host_seconds_per_batch()
+       << ",\n  \"host_images_per_second\": " << host_images_per_second() << ",\n  \"ipus\": [";
+    for (std::size_t i = 0; i < ipus_.size(); ++i) {
+      const ipu_profile& p = ipus_[i];
+      os << (i ? "," : "") << "\n    {\"ipu\": " << i << ", \"steps\": " << p.steps << ", \"compute_cycles\": "
+         << p.compute_cycles << ", \"exchange_cycles\": " << p.exchange_cycles << ", \"sync_cycles\": "
+         << p.sync_cycles << ", \"link_cycles\": " << p.link_cycles << ", \"host_seconds\": " << p.host_seconds
+         << "}";
+    }
+    os << "\n  ],\n  \"steps\": [";
+    for (std::size_t j = 0; j < steps_.size(); ++j) {
+      const step_profile& s = steps_[j];
+      os << (j ? "," : "") << "\n    {\"node\": " << s.node << ", \"path\": \"" << s.path.view() << "\", \"op\": \""
+         << name_of(s.kind) << "\", \"ipu\": " << s.ipu << ", \"compute_cycles\": " << s.compute_cycles
+         << ", \"exchange_cycles\": " << s.exchange_cycles << ", \"sync_cycles\": " << s.sync_cycles
+         << ", \"link_cycles\": " << s.link_cycles << ", \"host_seconds\": " << s.host_seconds << "}";
+    }
+    os << "\n  ]\n}\n";
+  }
+  /// Writes the JSON profile to `path`; throws `std::runtime_error` if it cannot.
+  void write_json(const std::string& path) const {
+    std::ofstream f(path);
+    if (!f) throw std::runtime_error("ipu::profile: cannot write " + path);
+    write_json(f);
+    if (!f) throw std::runtime_error("ipu::profile: error writing " + path);
+  }
+
+  /// A summary: the model's totals and per IPU, the measured host figures, and the ten
+  /// steps with the most simulated cycles.
+  friend std::ostream& operator<<(std::ostream& os, const profile& p) {
+    const auto flags = os.flags();
+    os << "profile on " << p.target_ << " (" << p.mode_ << " mode), batch " << p.batch_ << "\n"
+       << std::fixed << std::setprecision(3) << "  simulated: " << p.cycles_per_batch() << " cycles, "
+       << p.simulated_seconds_per_batch() * 1e3 << " ms per batch, " << std::setprecision(1)
+       << p.simulated_images_per_second() << " images/s";
+    if (p.ipus_.size() > 1) os << " (" << p.pipelined_images_per_second() << " images/s pipelined)";
+    os << "\n";
+    if (p.batches_ > 0)
+      os << std::setprecision(3) << "  host:      " << p.host_seconds_per_batch() * 1e3 << " ms per batch, "
+         << std::setprecision(2) << p.host_images_per_second() << " images/s over " << p.batches_ << " batches\n";
+    for (std::size_t i = 0; i < p.ipus_.size(); ++i) {
+      const ipu_profile& q = p.ipus_[i];
+      os << "  ipu " << i << ": " << q.steps << " steps, compute " << q.compute_cycles << ", exchange "
+         << q.exchange_cycles << ", sync " << q.sync_cycles << ", link " << q.link_cycles << " cycles\n";
+    }
+    std::vector<const step_profile*> top;
+    for (const step_profile& s : p.steps_) top.push_back(&s);
+    std::stable_sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->cycles() > b->cycles(); });
+    top.resize(std::min<std::size_t>(top.size(), 10));
+    os << "  steps with the most cycles:\n";
+    for (const step_profile* s : top) {
+      std::ostringstream line;
+      line << "    " << std::left << std::setw(32) << s->path.view() << std::right << std::setw(10) << s->cycles()
+           << " cycles (compute " << s->compute_cycles << ", exchange " << s->exchange_cycles << ")";
+      os << line.str() << "\n";
+    }
+    os.flags(flags);
+    return os;
+  }
+
+ private:
+  std::vector<step_profile> steps_;
+  std::vector<ipu_profile> ipus_;
+  std::int64_t batch_ = 1;
+  std::int64_t clock_hz_ = 1;
+  std::int64_t batches_ = 0;
+  double host_total_ = 0;
+  const char* target_ = "";
+  const char* mode_ = "";
+};
+
+}  // namespace ipu

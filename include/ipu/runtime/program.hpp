@@ -1,0 +1,89 @@
+#pragma once
+/// \file
+/// `ipu::runtime::program`: what an engine executes, copied out of a compile-time plan into
+/// run-time containers, so that the executor is compiled once per element type rather than
+/// once per graph. Also the storage order of a tensor (how a mapping lays out its elements).
+
+#include <ipu/graph/node.hpp>
+#include <ipu/plan/memory.hpp>
+#include <ipu/plan/model.hpp>
+#include <ipu/plan/plan.hpp>
+#include <ipu/target/chip.hpp>
+#include <ipu/target/options.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace ipu::runtime {
+
+/// The storage order of a tensor of `positions x channels` elements under a mapping (see
+/// `tensor_mapping`): NHWC when `blocks == 1`, otherwise block-major.
+struct storage_order {
+  std::int64_t positions = 1, channels = 1, blocks = 1, block_channels = 1;
+
+  static storage_order of(const tensor_mapping& m, const shape& s) noexcept {
+    const std::int64_t c = s.channels();
+    return {s.elements() / c, c, m.blocks, m.blocks > 1 ? m.unit_elements : c};
+  }
+  /// Storage index of channel `c` of position `p`.
+  constexpr std::int64_t index(std::int64_t p, std::int64_t c) const noexcept {
+    if (blocks == 1) return p * channels + c;
+    return (c / block_channels) * positions * block_channels + p * block_channels + c % block_channels;
+  }
+  /// How many of the `n` channels from `c` of one position are contiguous in storage.
+  constexpr std::int64_t run(std::int64_t c, std::int64_t n) const noexcept {
+    return blocks == 1 ? n : std::min(n, block_channels - c % block_channels);
+  }
+  /// Position and channel of storage index `s`.
+  constexpr std::pair<std::int64_t, std::int64_t> locate(std::int64_t s) const noexcept {
+    if (blocks == 1) return {s / channels, s % channels};
+    const std::int64_t per_block = positions * block_channels, r = s % per_block;
+    return {r / block_channels, s / per_block * block_channels + r % block_channels};
+  }
+};
+
+/// The plan, as run-time data.
+struct program {
+  std::vector<node> nodes;
+  std::vector<node_plan> plans;
+  std::vector<std::vector<int>> held;  ///< `held[ipu][j]`, as `plan::held`
+  chip_spec chip{};
+  options opts{};
+  int ipus = 1;
+  /// Always-live bytes the plan gives each tile: `always[ipu][tile]`.
+  std::vector<std::vector<memory_bytes>> always;
+
+  template <std::size_t N, int Ipus>
+  static program from(const plan<N, Ipus>& p) {
+    program r;
+    r.nodes.assign(p.table->begin(), p.table->end());
+    r.plans.assign(p.nodes.begin(), p.nodes.end());
+    for (const auto& h : p.held) r.held.emplace_back(h.begin(), h.end());
+    r.chip = p.chip;
+    r.opts = p.opts;
+    r.ipus = Ipus;
+    r.always.resize(static_cast<std::size_t>(Ipus));
+    for (int i = 0; i < Ipus; ++i)
+      for (int t = 0; t < p.chip.tiles; ++t) r.always[static_cast<std::size_t>(i)].push_back(p.always_live_on(i, t));
+    return r;
+  }
+
+  int size() const noexcept { return static_cast<int>(nodes.size()); }
+  const node& at(int j) const noexcept { return nodes[static_cast<std::size_t>(j)]; }
+  const node_plan& plan_of(int j) const noexcept { return plans[static_cast<std::size_t>(j)]; }
+  int held_to(int ipu, int j) const noexcept {
+    return held[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)];
+  }
+  /// The mapping of node `j`'s output as held on IPU `ipu` (its own, or the copy).
+  const tensor_mapping& mapping_on(int ipu, int j) const noexcept {
+    return at(j).ipu == ipu ? plan_of(j).output : plan_of(j).copy;
+  }
+  storage_order order_on(int ipu, int j) const noexcept { return storage_order::of(mapping_on(ipu, j), at(j).out); }
+  /// Whether IPU `ipu` holds a copy of node `j`'s output made on another IPU.
+  bool copies(int ipu, int j) const noexcept { return at(j).ipu != ipu && held_to(ipu, j) >= j; }
+};
+
+}  // namespace ipu::runtime

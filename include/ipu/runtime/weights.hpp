@@ -1,0 +1,284 @@
+#pragma once
+/// \file
+/// `ipu::weights<G>`: the parameters of graph `G`, one entry per parameterised layer in graph
+/// order, each with named tensors in the layouts the graph language documents:
+///
+/// | layer        | tensors (in this order)                 | shapes                              |
+/// |--------------|-----------------------------------------|-------------------------------------|
+/// | `conv`       | `kernel`                                | HWIO `[kh, kw, in / groups, out]`   |
+/// | `batch_norm` | `scale`, `shift`, `mean`, `variance`    | `[channels]` each; epsilon 1e-5     |
+/// | `dense`      | `kernel`, `bias`                        | `[in, out]`, `[out]`                |
+///
+/// Values are held in f32 on the host; an engine rounds them to the graph's element type
+/// (folding batch norm into a scale and a shift first). Every way in checks counts and shapes
+/// and names the layer and tensor at fault; `validate()` flags non-finite values.
+
+#include <ipu/graph/node.hpp>
+#include <ipu/graph/queries.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ipu {
+
+/// Batch-norm epsilon, as in the seed's `tf.nn.batch_normalization(..., epsilon=1e-5)`.
+inline constexpr double batch_norm_epsilon = 1e-5;
+
+/// A weight set that does not match its graph: a wrong count, a wrong shape, an unknown
+/// layer or tensor name, or a non-finite value.
+struct weight_error : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+/// One named tensor of a layer.
+struct weight_tensor {
+  std::string_view name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+
+  std::int64_t elements() const noexcept {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    return n;
+  }
+  /// `"[3, 3, 4, 128]"`.
+  std::string shape_string() const {
+    std::string s = "[";
+    for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+    return s + "]";
+  }
+};
+
+/// The tensors of one parameterised layer.
+class layer_weights {
+ public:
+  layer_weights(const node& n, int node_index) : node_(node_index), kind_(n.kind), path_(n.path.view()) {
+    const std::int64_t out = n.out.channels();
+    switch (n.kind) {
+      case op::conv:
+        tensors_.push_back({"kernel", {n.layer.kernel, n.layer.kernel, n.in.channels() / n.layer.groups, out}, {}});
+        break;
+      case op::batch_norm:
+        for (std::string_view name : {"scale", "shift", "mean", "variance"}) tensors_.push_back({name, {out}, {}});
+        break;
+      case op::dense:
+        tensors_.push_back({"kernel", {n.in.channels(), out}, {}});
+        tensors_.push_back({"bias", {out}, {}});
+        break;
+      default: throw weight_error("ipu::weights: " + std::string(path_) + " has no parameters");
+    }
+    for (weight_tensor& t : tensors_) t.values.assign(static_cast<std::size_t>(t.elements()), 0.0f);
+    if (n.kind == op::batch_norm) {  // the identity until set
+      std::fill(tensors_[0].values.begin(), tensors_[0].values.end(), 1.0f);
+      std::fill(tensors_[3].values.begin(), tensors_[3].values.end(), 1.0f);
+    }
+  }
+
+  std::string_view path() const noexcept { return path_; }
+  op kind() const noexcept { return kind_; }
+  int node_index() const noexcept { return node_; }
+  std::span<weight_tensor> tensors() noexcept { return tensors_; }
+  std::span<const weight_tensor> tensors() const noexcept { return tensors_; }
+
+  /// The tensor called `name`; throws `weight_error` naming the layer's tensors otherwise.
+  weight_tensor& tensor(std::string_view name) { return tensors_[index_of(name)]; }
+  const weight_tensor& tensor(std::string_view name) const { return tensors_[index_of(name)]; }
+  /// The values of the tensor called `name`.
+  std::span<float> operator[](std::string_view name) { return tensor(name).values; }
+  std::span<const float> operator[](std::string_view name) const { return tensor(name).values; }
+
+  /// Replaces the values of tensor `name`; throws `weight_error` unless `values` has exactly
+  /// as many elements as its shape.
+  void assign(std::string_view name, std::span<const float> values) {
+    weight_tensor& t = tensor(name);
+    if (static_cast<std::int64_t>(values.size()) != t.elements())
+      throw weight_error("ipu::weights: " + std::string(path_) + "." + std::string(name) + " has shape " +
+                         t.shape_string() + " (" + std::to_string(t.elements()) + " values), " +
+                         std::to_string(values.size()) + " given");
+    std::copy(values.begin(), values.end(), t.values.begin());
+  }
+  /// As `assign`, also checking the shape the caller states.
+  void assign(std::string_view name, std::span<const float> values, std::span<const std::int64_t> shape) {
+    const weight_tensor& t = tensor(name);
+    if (!std::equal(shape.begin(), shape.end(), t.shape.begin(), t.shape.end())) {
+      weight_tensor given{name, {shape.begin(), shape.end()}, {}};
+      throw weight_error("ipu::weights: " + std::string(path_) + "." + std::string(name) + " has shape " +
+                         t.shape_string() + ", " + given.shape_string() + " given");
+    }
+    assign(name, values);
+  }
+
+ private:
+  std::size_t index_of(std::string_view name) const {
+    for (std::size_t k = 0; k < tensors_.size(); ++k)
+      if (tensors_[k].name == name) return k;
+    std::string known;
+    for (const auto& t : tensors_) known += (known.empty() ? "" : ", ") + std::string(t.name);
+    throw weight_error("ipu::weights: " + std::string(path_) + " (" + std::string(name_of(kind_)) + ") has no tensor '" +
+                       std::string(name) + "'; its tensors are " + known);
+  }
+
+  int node_;
+  op kind_;
+  std::string_view path_;
+  std::vector<weight_tensor> tensors_;
+};
+
+namespace detail {
+/// Uniform doubles in [0, 1) and standard normals from a 64-bit Mersenne Twister: the same
+/// values on every platform and standard library (`std::normal_distribution` is not).
+class portable_random {
+ public:
+  explicit portable_random(std::uint64_t seed) : engine_(seed) {}
+  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  double normal() {  // Box-Muller, one value per pair
+    const double u = 1.0 - uniform(), v = uniform();
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
+  }
+  /// A normal truncated to two standard deviations, as TensorFlow's `truncated_normal`.
+  double truncated_normal() {
+    for (;;)
+      if (const double z = normal(); std::abs(z) <= 2.0) return z;
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+}  // namespace detail
+
+/// The parameters of graph `G`.
+template <Graph G>
+class weights {
+ public:
+  using graph_type = std::remove_cvref_t<G>;
+  static constexpr const auto& table = node_table_v<graph_type>;
+
+  /// Parameterised layers of `G`.
+  static constexpr std::size_t layer_count = [] {
+    std::size_t n = 0;
+    for (const node& x : node_table_v<graph_type>)
+      n += x.kind == op::conv || x.kind == op::batch_norm || x.kind == op::dense ? 1 : 0;
+    return n;
+  }();
+
+  /// Zero kernels and biases; batch norms are the identity (scale 1, shift 0, mean 0,
+  /// variance 1).
+  weights() {
+    layers_.reserve(layer_count);
+    for (std::size_t j = 0; j < table.size(); ++j)
+      if (const node& n = table[j]; n.kind == op::conv || n.kind == op::batch_norm || n.kind == op::dense)
+        layers_.emplace_back(n, static_cast<int>(j));
+  }
+
+  /// Deterministic random weights, the same for a seed on every platform:
+  ///   - conv kernels: TensorFlow's `variance_scaling_initializer()` (the seed's): a normal
+  ///     truncated to 2 sigma with variance 1 / fan_in, fan_in = kh * kw * in / groups;
+  ///   - dense kernels: Glorot uniform (the seed's `xavier_initializer`);
+  ///   - dense biases: uniform in [-0.1, 0.1];
+  ///   - batch norm: the statistics of a trained layer, scale and variance uniform in
+  ///     [0.75, 1.25], shift and mean uniform in [-0.1, 0.1], so that folding is exercised.
+  static weights random(std::uint64_t seed) {
+    weights w;
+    for (layer_weights& layer : w.layers_) {
+      detail::portable_random rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(layer.node_index()));
+      const auto fill = [&](std::string_view name, auto draw) {
+        for (float& v : layer[name]) v = static_cast<float>(draw());
+      };
+      switch (layer.kind()) {
+        case op::conv: {
+          const auto& shape = layer.tensor("kernel").shape;
+          const double fan_in = static_cast<double>(shape[0] * shape[1] * shape[2]);
+          // 0.8796...: the standard deviation of a unit normal truncated to 2 sigma.
+          const double sigma = std::sqrt(1.0 / fan_in) / 0.87962566103423978;
+          fill("kernel", [&] { return sigma * rng.truncated_normal(); });
+          break;
+        }
+        case op::dense: {
+          const auto& shape = layer.tensor("kernel").shape;
+          const double limit = std::sqrt(6.0 / static_cast<double>(shape[0] + shape[1]));
+          fill("kernel", [&] { return rng.uniform(-limit, limit); });
+          fill("bias", [&] { return rng.uniform(-0.1, 0.1); });
+          break;
+        }
+        default:
+          fill("scale", [&] { return rng.uniform(0.75, 1.25); });
+          fill("shift", [&] { return rng.uniform(-0.1, 0.1); });
+          fill("mean", [&] { return rng.uniform(-0.1, 0.1); });
+          fill("variance", [&] { return rng.uniform(0.75, 1.25); });
+          break;
+      }
+    }
+    return w;
+  }
+
+  /// Weights from flat arrays, one per tensor in graph order and, within a layer, in the order
+  /// of the table above (e.g. a conv's kernel, then its batch norm's scale, shift, mean and
+  /// variance). Throws `weight_error` on a wrong number of arrays or a wrong size.
+  static weights from_arrays(std::span<const std::vector<float>> arrays) {
+    weights w;
+    std::size_t expected = 0;
+    for (const layer_weights& layer : w.layers_) expected += layer.tensors().size();
+    if (arrays.size() != expected)
+      throw weight_error("ipu::weights: " + std::to_string(arrays.size()) + " arrays given, the graph has " +
+                         std::to_string(expected) + " weight tensors in " + std::to_string(layer_count) + " layers");
+    std::size_t k = 0;
+    for (layer_weights& layer : w.layers_)
+      for (weight_tensor& t : layer.tensors()) layer.assign(t.name, arrays[k++]);
+    return w;
+  }
+
+  static constexpr std::size_t size() noexcept { return layer_count; }
+  layer_weights& operator[](std::size_t i) noexcept { return layers_[i]; }
+  const layer_weights& operator[](std::size_t i) const noexcept { return layers_[i]; }
+  /// The layer whose path is `path` (e.g. `"stage1.block0.conv2"`); throws `weight_error`.
+  layer_weights& operator[](std::string_view path) { return layers_[index_of(path)]; }
+  const layer_weights& operator[](std::string_view path) const { return layers_[index_of(path)]; }
+  /// The layer of node `j` of the node table; throws `weight_error` if it has no parameters.
+  const layer_weights& of_node(int j) const {
+    for (const layer_weights& l : layers_)
+      if (l.node_index() == j) return l;
+    throw weight_error("ipu::weights: node " + std::to_string(j) + " has no parameters");
+  }
+
+  auto begin() noexcept { return layers_.begin(); }
+  auto end() noexcept { return layers_.end(); }
+  auto begin() const noexcept { return layers_.begin(); }
+  auto end() const noexcept { return layers_.end(); }
+
+  /// Throws `weight_error` naming the first non-finite value (layer, tensor, index), or a
+  /// batch-norm variance that makes `variance + epsilon` not positive.
+  void validate() const {
+    for (const layer_weights& layer : layers_)
+      for (const weight_tensor& t : layer.tensors())
+        for (std::size_t i = 0; i < t.values.size(); ++i) {
+          const float v = t.values[i];
+          if (!std::isfinite(v))
+            throw weight_error("ipu::weights: " + std::string(layer.path()) + "." + std::string(t.name) + "[" +
+                               std::to_string(i) + "] is " + std::to_string(v) + ", not finite");
+          if (t.name == "variance" && !(static_cast<double>(v) + batch_norm_epsilon > 0.0))
+            throw weight_error("ipu::weights: " + std::string(layer.path()) + ".variance[" + std::to_string(i) +
+                               "] is " + std::to_string(v) + "; variance + epsilon must be positive");
+        }
+  }
+
+ private:
+  std::size_t index_of(std::string_view path) const {
+    for (std::size_t k = 0; k < layers_.size(); ++k)
+      if (layers_[k].path() == path) return k;
+    throw weight_error("ipu::weights: no parameterised layer '" + std::string(path) + "' in the graph");
+  }
+
+  std::vector<layer_weights> layers_;
+};
+
+}  // namespace ipu

@@ -1,0 +1,94 @@
+// Helpers for the executor tests: targets with few tiles, random inputs, and a bridge from
+// ipu::weights to the independent reference in reference.hpp.
+#pragma once
+
+#include "support/reference.hpp"
+
+#include <ipu/ipu.hpp>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ipu_test {
+
+/// A Mk2 with `Tiles` tiles and `Ipus` IPUs, as the IPU Model allows.
+template <int Tiles, int Ipus = 1>
+struct small_target {
+  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, Tiles);
+  static constexpr int ipus = Ipus;
+  static constexpr const char* name = "mk2-small";
+};
+
+/// A deterministic input with values in [-1, 1].
+template <class G>
+ipu::input_tensor_t<G> random_input(std::uint64_t seed) {
+  ipu::input_tensor_t<G> x;
+  std::mt19937_64 rng(seed);
+  for (auto& v : x) v = static_cast<ipu::element_type_t<G>>(static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1.0);
+  return x;
+}
+
+/// The reference output of `G` for input `x` and weights `w`, computed in double.
+template <class G>
+std::vector<double> reference_output(const ipu::input_tensor_t<G>& x, const ipu::weights<G>& w) {
+  std::vector<double> in(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) in[i] = static_cast<double>(static_cast<float>(x[i]));
+  const auto to_double = [](std::span<const float> v) { return std::vector<double>(v.begin(), v.end()); };
+  return ref::forward(ipu::node_table_v<G>, in, [&](int j) {
+    const ipu::layer_weights& l = w.of_node(j);
+    ref::params p;
+    switch (l.kind()) {
+      case ipu::op::conv: p.kernel = to_double(l["kernel"]); break;
+      case ipu::op::dense:
+        p.kernel = to_double(l["kernel"]);
+        p.bias = to_double(l["bias"]);
+        break;
+      default:
+        p.scale = to_double(l["scale"]);
+        p.shift = to_double(l["shift"]);
+        p.mean = to_double(l["mean"]);
+        p.variance = to_double(l["variance"]);
+        break;
+    }
+    return p;
+  });
+}
+
+}  // namespace ipu_test
+
+namespace ipu_test {
+
+/// Faithful mode: every tile's measured bytes, by category, at every step of its IPU equal
+/// the plan's `usage`, and no buffer reached past the tile's memory.
+template <class Engine>
+void check_memory_matches_plan(const Engine& e) {
+  const auto& plan = Engine::plan();
+  const int tiles = Engine::target_type::chip.tiles;
+  long mismatches = 0, compared = 0;
+  std::string first;
+  for (int i = 0; i < Engine::target_type::ipus; ++i) {
+    for (int t = 0; t < tiles; ++t)
+      if (e.measured_extent(i, t) > Engine::target_type::chip.bytes_per_tile) ++mismatches;
+    for (int s = 0; s < static_cast<int>(plan.size); ++s) {
+      if (plan.at(s).ipu != i) continue;
+      for (int t = 0; t < tiles; ++t) {
+        const ipu::memory_bytes measured = e.measured_usage(i, t, s), planned = plan.usage(i, t, s);
+        ++compared;
+        if (measured == planned) continue;
+        if (mismatches++ == 0)
+          first = "ipu " + std::to_string(i) + " tile " + std::to_string(t) + " step " + std::to_string(s) + " (" +
+                  std::string(plan.at(s).path.view()) + "): measured " + std::to_string(measured.total()) +
+                  " planned " + std::to_string(planned.total()) + " (exchange " + std::to_string(measured.exchange) +
+                  " vs " + std::to_string(planned.exchange) + ", activations " +
+                  std::to_string(measured.activations) + " vs " + std::to_string(planned.activations) + ")";
+      }
+    }
+  }
+  INFO(first);
+  CHECK(compared > 0);
+  CHECK(mismatches == 0);
+}
+
+}  // namespace ipu_test

@@ -1,0 +1,292 @@
+#pragma once
+/// \file
+/// An independent, plain-loop reference implementation of the network ops, in `double`, for
+/// checking the executor. It shares no kernel code with the library: only the node table
+/// structs (`ipu::node`, `ipu::op`, `ipu::shape`) come from <ipu/graph/node.hpp>.
+///
+/// Layouts: activations NHWC flattened row-major, 2-D tensors [N, C]. Conv weights HWIO
+/// `[kh, kw, in_channels / groups, out_channels]`; dense kernel `[in, out]`, bias `[out]`.
+/// Convolution and pooling use TensorFlow's SAME padding: out = ceil(in / stride),
+/// pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total / 2 (the extra
+/// cell, if any, goes at the bottom / right).
+
+#include <ipu/graph/node.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ipu_test::ref {
+
+using tensor = std::vector<double>;
+
+namespace detail {
+
+inline std::size_t sz(std::int64_t i) { return static_cast<std::size_t>(i); }
+
+/// Flat index of (a, b, c, d) in a row-major [*, B, C, D] tensor.
+inline std::size_t at(int a, int b, int c, int d, int B, int C, int D) {
+  return sz(((std::int64_t{a} * B + b) * C + c) * D + d);
+}
+
+/// SAME padding along one axis.
+struct same {
+  int out, pad_before;
+  same(int in, int k, int stride)
+      : out((in + stride - 1) / stride),
+        pad_before(std::max((out - 1) * stride + k - in, 0) / 2) {}
+};
+
+inline void expect_size(const tensor& x, std::int64_t n, const char* what) {
+  if (static_cast<std::int64_t>(x.size()) != n)
+    throw std::invalid_argument(std::string("ipu_test::ref: ") + what + " has " +
+                                std::to_string(x.size()) + " elements, expected " +
+                                std::to_string(n));
+}
+
+enum class pool_kind { max, avg };
+
+inline tensor pool(pool_kind kind, const tensor& x, int n, int h, int w, int c, int k,
+                   int stride) {
+  expect_size(x, std::int64_t{n} * h * w * c, "pool input");
+  const same ph(h, k, stride), pw(w, k, stride);
+  tensor y(sz(std::int64_t{n} * ph.out * pw.out * c));
+  for (int b = 0; b < n; ++b)
+    for (int oy = 0; oy < ph.out; ++oy)
+      for (int ox = 0; ox < pw.out; ++ox)
+        for (int ch = 0; ch < c; ++ch) {
+          double acc = kind == pool_kind::max ? -std::numeric_limits<double>::infinity() : 0.0;
+          int count = 0;
+          for (int ky = 0; ky < k; ++ky)
+            for (int kx = 0; kx < k; ++kx) {
+              const int iy = oy * stride - ph.pad_before + ky;
+              const int ix = ox * stride - pw.pad_before + kx;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;  // padding: ignored
+              const double v = x[at(b, iy, ix, ch, h, w, c)];
+              acc = kind == pool_kind::max ? std::max(acc, v) : acc + v;
+              ++count;
+            }
+          y[at(b, oy, ox, ch, ph.out, pw.out, c)] = kind == pool_kind::max ? acc : acc / count;
+        }
+  return y;
+}
+
+}  // namespace detail
+
+/// 2-D convolution, SAME padding, no bias. `x` is [n, h, w, c]; `kernel` is
+/// [k, k, c / groups, filters]; the result is [n, ceil(h / stride), ceil(w / stride), filters].
+/// Group g reads input channels [g*c/groups, (g+1)*c/groups) and writes output channels
+/// [g*filters/groups, (g+1)*filters/groups).
+inline tensor conv2d(const tensor& x, int n, int h, int w, int c, const tensor& kernel, int k,
+                     int filters, int stride, int groups) {
+  using detail::at;
+  if (groups < 1 || c % groups != 0 || filters % groups != 0)
+    throw std::invalid_argument("ipu_test::ref::conv2d: groups must divide channels and filters");
+  const int cin_g = c / groups, cout_g = filters / groups;
+  detail::expect_size(x, std::int64_t{n} * h * w * c, "conv2d input");
+  detail::expect_size(kernel, std::int64_t{k} * k * cin_g * filters, "conv2d kernel");
+  const detail::same ph(h, k, stride), pw(w, k, stride);
+  tensor y(detail::sz(std::int64_t{n} * ph.out * pw.out * filters));
+  for (int b = 0; b < n; ++b)
+    for (int oy = 0; oy < ph.out; ++oy)
+      for (int ox = 0; ox < pw.out; ++ox)
+        for (int co = 0; co < filters; ++co) {
+          const int g = co / cout_g;
+          double acc = 0;
+          for (int ky = 0; ky < k; ++ky)
+            for (int kx = 0; kx < k; ++kx) {
+              const int iy = oy * stride - ph.pad_before + ky;
+              const int ix = ox * stride - pw.pad_before + kx;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;  // zero padding
+              for (int ci = 0; ci < cin_g; ++ci)
+                acc += x[at(b, iy, ix, g * cin_g + ci, h, w, c)] *
+                       kernel[at(ky, kx, ci, co, k, cin_g, filters)];
+            }
+          y[at(b, oy, ox, co, ph.out, pw.out, filters)] = acc;
+        }
+  return y;
+}
+
+/// Inference batch norm over the last axis (c channels):
+/// y = (x - mean) / sqrt(variance + eps) * scale + shift.
+inline tensor batch_norm(const tensor& x, int c, const tensor& scale, const tensor& shift,
+                         const tensor& mean, const tensor& variance, double eps = 1e-5) {
+  for (const tensor* p : {&scale, &shift, &mean, &variance})
+    detail::expect_size(*p, c, "batch_norm parameter");
+  tensor y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t ch = i % detail::sz(c);
+    y[i] = (x[i] - mean[ch]) / std::sqrt(variance[ch] + eps) * scale[ch] + shift[ch];
+  }
+  return y;
+}
+
+/// max(x, 0), element-wise.
+inline tensor relu(tensor x) {
+  for (double& v : x) v = std::max(v, 0.0);
+  return x;
+}
+
+/// a + b, element-wise (same sizes).
+inline tensor add(const tensor& a, const tensor& b) {
+  detail::expect_size(b, static_cast<std::int64_t>(a.size()), "add operand");
+  tensor y(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) y[i] = a[i] + b[i];
+  return y;
+}
+
+/// Max pooling, k x k window, SAME padding; padded positions are ignored.
+inline tensor max_pool(const tensor& x, int n, int h, int w, int c, int k, int stride) {
+  return detail::pool(detail::pool_kind::max, x, n, h, w, c, k, stride);
+}
+
+/// Average pooling, k x k window, SAME padding; divides by the number of non-padded cells.
+inline tensor avg_pool(const tensor& x, int n, int h, int w, int c, int k, int stride) {
+  return detail::pool(detail::pool_kind::avg, x, n, h, w, c, k, stride);
+}
+
+/// Mean over H and W: [n, h, w, c] -> [n, c].
+inline tensor global_avg_pool(const tensor& x, int n, int h, int w, int c) {
+  detail::expect_size(x, std::int64_t{n} * h * w * c, "global_avg_pool input");
+  tensor y(detail::sz(std::int64_t{n} * c));
+  for (int b = 0; b < n; ++b)
+    for (int ch = 0; ch < c; ++ch) {
+      double acc = 0;
+      for (int iy = 0; iy < h; ++iy)
+        for (int ix = 0; ix < w; ++ix) acc += x[detail::at(b, iy, ix, ch, h, w, c)];
+      y[detail::sz(std::int64_t{b} * c + ch)] = acc / (double(h) * w);
+    }
+  return y;
+}
+
+/// Fully connected: [n, in] x [in, out] + bias[out] -> [n, out].
+inline tensor dense(const tensor& x, int n, int in, const tensor& kernel, int out,
+                    const tensor& bias) {
+  detail::expect_size(x, std::int64_t{n} * in, "dense input");
+  detail::expect_size(kernel, std::int64_t{in} * out, "dense kernel");
+  detail::expect_size(bias, out, "dense bias");
+  tensor y(detail::sz(std::int64_t{n} * out));
+  for (int b = 0; b < n; ++b)
+    for (int o = 0; o < out; ++o) {
+      double acc = bias[detail::sz(o)];
+      for (int i = 0; i < in; ++i)
+        acc += x[detail::sz(std::int64_t{b} * in + i)] *
+               kernel[detail::sz(std::int64_t{i} * out + o)];
+      y[detail::sz(std::int64_t{b} * out + o)] = acc;
+    }
+  return y;
+}
+
+/// Softmax over the last axis of a [rows, c] tensor (the row max is subtracted first).
+inline tensor softmax(const tensor& x, int rows, int c) {
+  detail::expect_size(x, std::int64_t{rows} * c, "softmax input");
+  tensor y(x.size());
+  for (int r = 0; r < rows; ++r) {
+    const auto first = x.begin() + static_cast<std::ptrdiff_t>(r) * c;
+    const double m = *std::max_element(first, first + c);
+    double sum = 0;
+    for (int i = 0; i < c; ++i) {
+      const std::size_t j = detail::sz(std::int64_t{r} * c + i);
+      y[j] = std::exp(x[j] - m);
+      sum += y[j];
+    }
+    for (int i = 0; i < c; ++i) y[detail::sz(std::int64_t{r} * c + i)] /= sum;
+  }
+  return y;
+}
+
+/// The parameters of one node, in the layouts above; fields a node does not use stay empty.
+struct params {
+  tensor kernel, bias, scale, shift, mean, variance;
+};
+
+/// Runs a node table (e.g. `ipu::node_table_v<G>`) on `input`, node by node, in `double`.
+/// `params_of(i)` gives node i's parameters (called for conv, batch_norm and dense nodes).
+/// Every node's output is kept; the last node's is returned. Throws std::invalid_argument
+/// if a tensor's size disagrees with the table.
+template <std::size_t N>
+tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
+               const std::function<params(int node_index)>& params_of) {
+  static_assert(N > 0, "empty node table");
+  std::vector<tensor> out(N);
+  for (std::size_t i = 0; i < N; ++i) {
+    const ipu::node& nd = table[i];
+    const auto d = [&](int axis) { return static_cast<int>(nd.in.dim[detail::sz(axis)]); };
+    const auto src = [&](int j) -> const tensor& {
+      if (j < 0 || detail::sz(j) >= i)
+        throw std::invalid_argument("ipu_test::ref::forward: node " + std::to_string(i) +
+                                    " reads node " + std::to_string(j));
+      return out[detail::sz(j)];
+    };
+    const int self = static_cast<int>(i);
+    switch (nd.kind) {
+      case ipu::op::input: out[i] = input; break;
+      case ipu::op::conv:
+        out[i] = conv2d(src(nd.input), d(0), d(1), d(2), d(3), params_of(self).kernel,
+                        nd.layer.kernel, nd.layer.filters, nd.layer.stride, nd.layer.groups);
+        break;
+      case ipu::op::batch_norm: {
+        const params p = params_of(self);
+        out[i] = batch_norm(src(nd.input), static_cast<int>(nd.in.channels()), p.scale, p.shift,
+                            p.mean, p.variance);
+        break;
+      }
+      case ipu::op::relu: out[i] = relu(src(nd.input)); break;
+      case ipu::op::max_pool:
+        out[i] = max_pool(src(nd.input), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
+        break;
+      case ipu::op::avg_pool:
+        out[i] = avg_pool(src(nd.input), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
+        break;
+      case ipu::op::global_avg_pool:
+        out[i] = global_avg_pool(src(nd.input), d(0), d(1), d(2), d(3));
+        break;
+      case ipu::op::dense: {
+        const params p = params_of(self);
+        out[i] = dense(src(nd.input), d(0), d(1), p.kernel, nd.layer.filters, p.bias);
+        break;
+      }
+      case ipu::op::softmax: {
+        const int c = static_cast<int>(nd.in.channels());
+        out[i] = softmax(src(nd.input), static_cast<int>(nd.in.elements() / c), c);
+        break;
+      }
+      case ipu::op::add: out[i] = add(src(nd.input), src(nd.shortcut)); break;
+    }
+    const std::string what = "node " + std::to_string(i) + " output";
+    detail::expect_size(out[i], nd.out.elements(), what.c_str());
+  }
+  return out[N - 1];
+}
+
+/// The largest relative error max_i |actual[i] - expected[i]| / max(|expected[i]|, floor).
+/// `floor` keeps near-zero expected values from dominating: by default (a negative value)
+/// it is 1e-3 * max_i |expected[i]|, or 1 if every expected value is 0 (then the result is
+/// the largest absolute error). A NaN in `actual` makes the result NaN. `T` is anything
+/// explicitly convertible to double (float, double, Eigen::half).
+template <class T>
+double max_relative_error(const std::vector<double>& expected, const T* actual, std::size_t n,
+                          double floor = -1) {
+  detail::expect_size(expected, static_cast<std::int64_t>(n), "expected tensor");
+  if (floor < 0) {
+    double largest = 0;
+    for (double e : expected) largest = std::max(largest, std::abs(e));
+    floor = largest > 0 ? 1e-3 * largest : 1.0;
+  }
+  double worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double e = expected[i];
+    const double err = std::abs(static_cast<double>(actual[i]) - e) / std::max(std::abs(e), floor);
+    if (std::isnan(err)) return err;  // std::max would skip it
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+}  // namespace ipu_test::ref

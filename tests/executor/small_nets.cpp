@@ -105,3 +105,13 @@ TEST_CASE("outputs do not depend on the number of host threads") {
     CHECK(same_bits(y, three.infer(x)));  // and a second batch on the same engine
   }
 }
+
+TEST_CASE("an engine can be moved, and runs where it was moved to") {
+  const auto w = ipu::weights<net_f32>::random(3);
+  const auto x = ipu_test::random_input<net_f32>(5);
+  ipu::engine<net_f32, small_target<16>> a{w, {ipu::execution_mode::faithful, 2}};
+  const auto y = a.infer(x);
+  ipu::engine<net_f32, small_target<16>> b = std::move(a);
+  CHECK(same_bits(y, b.infer(x)));
+  CHECK(b.profile().batches_measured() == 2);
+}

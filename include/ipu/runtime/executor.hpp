@@ -106,7 +106,7 @@ template <ElementType T, class Acc>
 class executor {
  public:
   executor(program prog, const parameter_set& params, execution_mode mode, unsigned threads)
-      : prog_(std::move(prog)), mode_(mode), team_(threads), tiles_(prog_.chip.tiles) {
+      : prog_(std::move(prog)), mode_(mode), team_(std::make_unique<team>(threads)), tiles_(prog_.chip.tiles) {
     prepare_parameters(params);
     if (mode_ == execution_mode::faithful) {
       prepare_devices();
@@ -116,7 +116,7 @@ class executor {
   }
 
   execution_mode mode() const noexcept { return mode_; }
-  unsigned threads() const noexcept { return team_.size(); }
+  unsigned threads() const noexcept { return team_->size(); }
   const program& prog() const noexcept { return prog_; }
 
   /// Runs one batch: `input` holds the graph's input, `output` receives its output (both in
@@ -247,7 +247,7 @@ class executor {
   template <class F>
   void parallel_items(std::int64_t items, F&& work) {
     std::atomic<std::int64_t> next{0};
-    team_.run([&](unsigned) {
+    team_->run([&](unsigned) {
       for (std::int64_t i = next.fetch_add(1); i < items; i = next.fetch_add(1)) work(i);
     });
   }
@@ -259,7 +259,7 @@ class executor {
     const std::int64_t elements = n.out.elements(), channels = n.out.channels();
     const std::int64_t positions = elements / channels;
     const std::int64_t items_per_thread = 8;
-    const std::int64_t items = std::max<std::int64_t>(1, std::min<std::int64_t>(positions, team_.size() * items_per_thread));
+    const std::int64_t items = std::max<std::int64_t>(1, std::min<std::int64_t>(positions, team_->size() * items_per_thread));
     const auto range = [&](std::int64_t item, std::int64_t count) {
       return std::pair{item * count / items, (item + 1) * count / items};
     };
@@ -373,7 +373,7 @@ class executor {
   /// Owned tiles of thread `k`: `k, k + threads, ...`.
   template <class F>
   void for_owned_tiles(unsigned k, int tiles, F&& f) {
-    for (int t = static_cast<int>(k); t < tiles; t += static_cast<int>(team_.size())) f(t);
+    for (int t = static_cast<int>(k); t < tiles; t += static_cast<int>(team_->size())) f(t);
   }
 
   std::int64_t allocate(int ipu, int tile, std::int64_t bytes, memory_category category, const char* what) {
@@ -533,7 +533,7 @@ class executor {
             placement{&m, storage_order::of(m, n.out), std::vector<std::int64_t>(static_cast<std::size_t>(tiles_), -1)};
       }
     // Phase 1: release what step j - 1 left behind, allocate step j, exchange (slice 0).
-    team_.run([&](unsigned k) {
+    team_->run([&](unsigned k) {
       for (int i = 0; i < prog_.ipus; ++i)
         for_owned_tiles(k, tiles_, [&](int t) { end_of_step(i, j - 1, t); });
       for_owned_tiles(k, tiles_, [&](int t) {
@@ -543,12 +543,12 @@ class executor {
     });
     const std::int64_t slices = p.step.kind == step_kind::conv ? p.step.serial : 1;
     for (std::int64_t s = 0; s < slices; ++s) {
-      if (s > 0) team_.run([&](unsigned k) { for_owned_tiles(k, tiles_, [&](int t) { exchange(j, t, s); }); });
-      team_.run([&](unsigned k) { for_owned_tiles(k, tiles_, [&](int t) { compute(j, t, s); }); });
+      if (s > 0) team_->run([&](unsigned k) { for_owned_tiles(k, tiles_, [&](int t) { exchange(j, t, s); }); });
+      team_->run([&](unsigned k) { for_owned_tiles(k, tiles_, [&](int t) { compute(j, t, s); }); });
     }
     if (p.sends) {
       // The send buffer: this tile's share of the output in logical order, for the IPU-Link.
-      team_.run([&](unsigned k) {
+      team_->run([&](unsigned k) {
         for_owned_tiles(k, p.copy.tiles(), [&](int t) {
           const auto [e0, e1] = segment(p.copy, t);
           T* dst = own(ipu, t, devices_[static_cast<std::size_t>(ipu)].step[static_cast<std::size_t>(t)].send, e1 - e0);
@@ -561,7 +561,7 @@ class executor {
           }
         });
       });
-      team_.run([&](unsigned k) {
+      team_->run([&](unsigned k) {
         for (int b = 0; b < prog_.ipus; ++b) {
           if (!prog_.copies(b, j)) continue;
           for_owned_tiles(k, p.copy.tiles(), [&](int t) {
@@ -575,7 +575,7 @@ class executor {
       });
     }
     if (j + 1 == prog_.size())
-      team_.run([&](unsigned k) {
+      team_->run([&](unsigned k) {
         for (int i = 0; i < prog_.ipus; ++i) for_owned_tiles(k, tiles_, [&](int t) { end_of_step(i, j, t); });
       });
   }
@@ -824,7 +824,7 @@ class executor {
 
   program prog_;
   execution_mode mode_;
-  team team_;
+  std::unique_ptr<team> team_;  // held by pointer: an executor (and an engine) can move
   int tiles_;
   const T* input_ = nullptr;
   std::vector<packed_params> params_;

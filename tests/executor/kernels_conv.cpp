@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <span>
 #include <sstream>
 #include <string>
@@ -82,20 +83,24 @@ std::vector<double> widened(const Tensor& y) {
 template <class G, class Target, ipu::options Opts = ipu::options{}>
 void check(double tolerance) {
   using engine_t = ipu::engine<G, Target, Opts>;
+  INFO(describe(ipu::node_table_v<G>, engine_t::plan().nodes, Target::chip.tiles));
   const auto w = ipu::weights<G>::random(7);
   const auto x = ipu_test::random_input<G>(11);
-  engine_t fast{w, {ipu::execution_mode::fast, 3}};
-  engine_t faithful{w, {ipu::execution_mode::faithful, 2}};
-  const auto y = fast.infer(x);
-  const auto z = faithful.infer(x);
-  INFO(describe(ipu::node_table_v<G>, engine_t::plan().nodes, Target::chip.tiles));
-  const std::vector<double> expected = ipu_test::reference_output<G>(x, w);
-  REQUIRE(y.size() == expected.size());
-  const double error = scaled_error(expected, widened(y));
-  INFO("max relative error " << error << " (tolerance " << tolerance << ")");
-  CHECK(error < tolerance);
-  CHECK(std::memcmp(y.data(), z.data(), y.size() * sizeof(y[0])) == 0);
-  ipu_test::check_memory_matches_plan(faithful);
+  try {  // an executor error fails this graph only
+    engine_t fast{w, {ipu::execution_mode::fast, 3}};
+    engine_t faithful{w, {ipu::execution_mode::faithful, 2}};
+    const auto y = fast.infer(x);
+    const auto z = faithful.infer(x);
+    const std::vector<double> expected = ipu_test::reference_output<G>(x, w);
+    REQUIRE(y.size() == expected.size());
+    const double error = scaled_error(expected, widened(y));
+    INFO("max relative error " << error << " (tolerance " << tolerance << ")");
+    CHECK(error < tolerance);
+    CHECK(std::memcmp(y.data(), z.data(), y.size() * sizeof(y[0])) == 0);
+    ipu_test::check_memory_matches_plan(faithful);
+  } catch (const std::exception& e) {
+    FAIL_CHECK("exception: " << e.what());
+  }
 }
 
 /// Each of `Nets<T>` in f32 (to 1e-5) and in f16 with f32 partials (to 1e-2), on `Target`.
@@ -110,6 +115,8 @@ void check_nets() {
 template <class T> using k1_s1 = decltype(ipu::input<T, 2, 6, 6, 8> | nn::conv<8, 1>);
 template <class T> using k1_s1_c6 = decltype(ipu::input<T, 2, 7, 5, 6> | nn::conv<10, 1>);
 template <class T> using k1_s2_odd = decltype(ipu::input<T, 2, 7, 5, 8> | nn::conv<12, 1, 2>);
+/// A stride larger than the kernel, with tiles whose positions span two output rows.
+template <class T> using k1_s2_9x9 = decltype(ipu::input<T, 2, 9, 9, 8> | nn::conv<16, 1, 2>);
 template <class T> using k3_s1_odd = decltype(ipu::input<T, 2, 7, 5, 6> | nn::conv<12, 3>);
 template <class T> using k3_s2_9x9 = decltype(ipu::input<T, 2, 9, 9, 3> | nn::conv<16, 3, 2>);
 template <class T> using k5_s1_c10 = decltype(ipu::input<T, 2, 8, 8, 10> | nn::conv<10, 5>);
@@ -159,8 +166,8 @@ static_assert(ipu::plan_v<sliced<ipu::f16>, small_target<4>, tight>.nodes[1].ste
 }  // namespace
 
 TEST_CASE("conv kernels 1 3 5 and 7 at strides 1 and 2 match the reference") {
-  check_nets<small_target<16>, k1_s1, k1_s1_c6, k1_s2_odd, k3_s1_odd, k3_s2_9x9, k5_s1_c10, k5_s2_odd, k7_s2_c3,
-             k7_wider_than_input>();
+  check_nets<small_target<16>, k1_s1, k1_s1_c6, k1_s2_odd, k1_s2_9x9, k3_s1_odd, k3_s2_9x9, k5_s1_c10,
+             k5_s2_odd, k7_s2_c3, k7_wider_than_input>();
 }
 
 TEST_CASE("grouped convs with 2 and 4 groups and depthwise convs match the reference") {
@@ -181,7 +188,7 @@ TEST_CASE("convs on 4 tiles match the reference") {
 }
 
 TEST_CASE("convs on 64 tiles match the reference") {
-  check_nets<small_target<64>, k5_s1_c10, groups2, depthwise, conv_s2_bn_relu, k3_64>();
+  check_nets<small_target<64>, k5_s1_c10, groups2, depthwise, conv_s2_bn_relu>();
 }
 
 TEST_CASE("convs run in serial slices match the reference") {

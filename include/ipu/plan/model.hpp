@@ -109,11 +109,16 @@ constexpr std::int64_t runs_touched(std::int64_t count, std::int64_t period) noe
   return (count + period - 2) / period + 1;
 }
 
-/// Input rows (of all images together) that `rows` consecutive output rows read.
+/// Input rows (of all images together) that `rows` consecutive output rows read, counted as
+/// the contiguous range from the first row read to the last, as a vertex's window holds them.
+/// Output row `o` (over all images) starts reading at global input row at least
+/// `o * stride - pad` less `(images crossed) * (out_height * stride - in_height)`, and SAME
+/// padding has `out_height * stride >= in_height`, so the range never exceeds
+/// `(rows - 1) * stride + kernel`, within one image or across several (with a stride larger
+/// than the kernel the rows skipped between outputs are inside the range).
 constexpr std::int64_t input_rows(const step_model& s, std::int64_t rows) noexcept {
   const std::int64_t images = std::min(s.images, runs_touched(rows, s.out_height));
-  const std::int64_t per_image = std::max<std::int64_t>(0, rows - images) * s.stride + images * s.kernel;
-  return std::min(per_image, images * s.in_height);
+  return std::min((rows - 1) * s.stride + s.kernel, images * s.in_height);
 }
 
 /// Input elements of the window read by `positions` consecutive output positions of one block.

@@ -1,0 +1,230 @@
+// The kernels other than convolution, through graphs of one to four layers: batch norm on a
+// conv's output and directly on the input (element-wise mapping), relu, max and average
+// pooling (3/2, 2/2, 3/1, 5/1, windows reaching over the borders, odd sizes, inputs in
+// block-major storage), global average pooling, dense layers (with bias, in-features not a
+// multiple of 4, 40 outputs), residual adds whose shortcut is stored like the body's output
+// and differently from it, and softmax over [N, C] with C not a multiple of 4. Every graph
+// runs in f32 and in f16 with f32 partials, on targets of 4, 16 and 64 tiles, and each run is
+// checked three ways:
+//   - against the double-precision reference (tests/support/reference.hpp), to 1e-5 in f32
+//     and 1e-2 in f16. The error is relative, with values smaller than a tenth of the largest
+//     expected value compared against that tenth: rounding a sum of products to f32 leaves
+//     absolute errors of order 1e-7 of the largest value, and rounding the weights to f16
+//     (which the reference does not do) ~1e-4, so near-zero outputs cannot be compared
+//     relatively to their own size;
+//   - the fast and faithful modes against each other, bit for bit;
+//   - the faithful engine's measured memory against the plan.
+// kernels_conv.cpp covers the convolutions.
+
+#include <catch2/catch.hpp>
+
+#include "support/executor_support.hpp"
+
+#include <ipu/ipu.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace nn = ipu::nn;
+using ipu_test::small_target;
+
+namespace {
+
+/// `input[2, 7, 5, 6] f32 | conv<12,3,1,1> [2, 7, 5, 12] {tiles 16, blocks 2} | ...`, for
+/// failure messages.
+std::string describe(std::span<const ipu::node> nodes, std::span<const ipu::node_plan> plans, int tiles) {
+  std::ostringstream os;
+  for (std::size_t j = 0; j < nodes.size(); ++j) {
+    const ipu::node& n = nodes[j];
+    const ipu::node_plan& p = plans[j];
+    if (n.kind == ipu::op::input) {
+      os << "input" << n.out << ' ' << ipu::name_of(n.type);
+      continue;
+    }
+    os << " | " << n.path.view() << ' ' << ipu::name_of(n.kind);
+    switch (n.kind) {
+      case ipu::op::conv:
+        os << '<' << n.layer.filters << ',' << n.layer.kernel << ',' << n.layer.stride << ',' << n.layer.groups << '>';
+        break;
+      case ipu::op::max_pool:
+      case ipu::op::avg_pool: os << '<' << n.layer.kernel << ',' << n.layer.stride << '>'; break;
+      case ipu::op::dense: os << '<' << n.layer.filters << '>'; break;
+      default: break;
+    }
+    os << ' ' << n.out << " {tiles " << p.output.tiles() << ", blocks " << p.output.blocks;
+    if (p.step.kind == ipu::step_kind::conv) os << ", serial " << p.step.serial;
+    if (p.step.kind == ipu::step_kind::remap) os << ", remap";
+    os << '}';
+  }
+  os << " on " << tiles << " tiles";
+  return os.str();
+}
+
+/// The largest relative error, values below a tenth of the largest expected one being compared
+/// against that tenth (see the top of the file).
+double scaled_error(const std::vector<double>& expected, const std::vector<double>& actual) {
+  double largest = 0;
+  for (double e : expected) largest = std::max(largest, std::abs(e));
+  return ipu_test::ref::max_relative_error(expected, actual.data(), actual.size(), largest > 0 ? 0.1 * largest : 1.0);
+}
+
+template <class Tensor>
+std::vector<double> widened(const Tensor& y) {
+  std::vector<double> v(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) v[i] = static_cast<double>(static_cast<float>(y[i]));
+  return v;
+}
+
+/// Runs `G` on `Target` in both modes: against the reference to `tolerance`, fast against
+/// faithful bit for bit, and the faithful engine's memory against the plan.
+template <class G, class Target, ipu::options Opts = ipu::options{}>
+void check(double tolerance) {
+  using engine_t = ipu::engine<G, Target, Opts>;
+  INFO(describe(ipu::node_table_v<G>, engine_t::plan().nodes, Target::chip.tiles));
+  const auto w = ipu::weights<G>::random(7);
+  const auto x = ipu_test::random_input<G>(11);
+  try {  // an executor error fails this graph only
+    engine_t fast{w, {ipu::execution_mode::fast, 3}};
+    engine_t faithful{w, {ipu::execution_mode::faithful, 2}};
+    const auto y = fast.infer(x);
+    const auto z = faithful.infer(x);
+    const std::vector<double> expected = ipu_test::reference_output<G>(x, w);
+    REQUIRE(y.size() == expected.size());
+    const double error = scaled_error(expected, widened(y));
+    INFO("max relative error " << error << " (tolerance " << tolerance << ")");
+    CHECK(error < tolerance);
+    CHECK(std::memcmp(y.data(), z.data(), y.size() * sizeof(y[0])) == 0);
+    ipu_test::check_memory_matches_plan(faithful);
+  } catch (const std::exception& e) {
+    FAIL_CHECK("exception: " << e.what());
+  }
+}
+
+/// Each of `Nets<T>` in f32 (to 1e-5) and in f16 with f32 partials (to 1e-2), on `Target`.
+template <class Target, template <class> class... Nets>
+void check_nets() {
+  (check<Nets<ipu::f32>, Target>(1e-5), ...);
+  (check<Nets<ipu::f16>, Target>(1e-2), ...);
+}
+
+// ---- batch norm and relu --------------------------------------------------------------
+
+template <class T> using bn_on_input = decltype(ipu::input<T, 2, 7, 5, 6> | nn::batch_norm);
+template <class T> using bn_relu_on_input = decltype(ipu::input<T, 3, 5, 5, 3> | nn::batch_norm | nn::relu);
+template <class T> using relu_on_input = decltype(ipu::input<T, 2, 5, 7, 3> | nn::relu);
+template <class T>
+using bn_after_grouped_conv = decltype(ipu::input<T, 2, 5, 5, 12> | nn::conv<12, 3, 1, 3> | nn::batch_norm | nn::relu);
+
+// ---- pooling ----------------------------------------------------------------------------
+
+template <class T> using max_3_2 = decltype(ipu::input<T, 2, 9, 9, 6> | nn::max_pool<3, 2>);
+template <class T> using max_2_2_odd = decltype(ipu::input<T, 1, 7, 5, 10> | nn::max_pool<2, 2>);
+template <class T> using max_3_1 = decltype(ipu::input<T, 2, 6, 6, 3> | nn::max_pool<3, 1>);
+template <class T> using max_5_1 = decltype(ipu::input<T, 1, 5, 6, 4> | nn::max_pool<5, 1>);
+template <class T> using max_3_2_whole = decltype(ipu::input<T, 2, 3, 3, 6> | nn::max_pool<3, 2>);
+template <class T> using avg_3_2 = decltype(ipu::input<T, 2, 9, 9, 6> | nn::avg_pool<3, 2>);
+template <class T> using avg_2_2_odd = decltype(ipu::input<T, 1, 7, 5, 10> | nn::avg_pool<2, 2>);
+template <class T> using avg_3_1 = decltype(ipu::input<T, 2, 5, 7, 3> | nn::avg_pool<3, 1>);
+template <class T> using avg_5_2 = decltype(ipu::input<T, 1, 5, 7, 6> | nn::avg_pool<5, 2>);
+template <class T>
+using max_after_grouped_conv = decltype(ipu::input<T, 2, 6, 6, 16> | nn::conv<16, 3, 1, 4> | nn::max_pool<3, 2>);
+template <class T>
+using avg_after_grouped_conv = decltype(ipu::input<T, 1, 7, 7, 12> | nn::conv<12, 1, 1, 3> | nn::avg_pool<3, 1>);
+
+// ---- global average pooling and dense ---------------------------------------------------
+
+template <class T> using gap = decltype(ipu::input<T, 2, 7, 5, 6> | nn::global_avg_pool);
+template <class T> using gap_1x1 = decltype(ipu::input<T, 3, 1, 1, 10> | nn::global_avg_pool);
+template <class T>
+using gap_after_grouped_conv = decltype(ipu::input<T, 2, 6, 6, 16> | nn::conv<16, 3, 1, 4> | nn::global_avg_pool);
+template <class T> using dense_in6 = decltype(ipu::input<T, 2, 5, 5, 6> | nn::global_avg_pool | nn::dense<10>);
+template <class T> using dense_out40 = decltype(ipu::input<T, 4, 3, 3, 16> | nn::global_avg_pool | nn::dense<40>);
+template <class T>
+using dense_dense = decltype(ipu::input<T, 2, 2, 2, 24> | nn::global_avg_pool | nn::dense<40> | nn::dense<10>);
+
+// ---- residual adds ----------------------------------------------------------------------
+
+/// The shortcut (the input, element-wise) and the body (a conv, by channel blocks) differ.
+template <class T>
+using residual_on_input = decltype(ipu::input<T, 2, 6, 6, 16> | nn::residual(nn::conv<16, 3> | nn::batch_norm));
+/// The shortcut is a grouped conv's output (one block per group), the body a 1x1 conv's.
+template <class T>
+using residual_after_grouped = decltype(ipu::input<T, 2, 6, 6, 16> | nn::conv<16, 3, 1, 4>
+                                        | nn::residual(nn::conv<16, 1> | nn::batch_norm));
+/// A two-conv body over odd sizes and 12 channels.
+template <class T>
+using residual_two_convs = decltype(ipu::input<T, 1, 7, 5, 6> | nn::conv<12, 3> | nn::batch_norm | nn::relu
+                                    | nn::residual(nn::conv<12, 3> | nn::batch_norm | nn::relu
+                                                   | nn::conv<12, 3> | nn::batch_norm)
+                                    | nn::relu);
+/// A projection shortcut with stride 2: a 1x1 conv whose stride is larger than its kernel.
+template <class T>
+using residual_projection = decltype(ipu::input<T, 2, 9, 9, 8> | nn::conv<8, 1>
+                                     | nn::residual(nn::conv<16, 3, 2> | nn::batch_norm,
+                                                    nn::conv<16, 1, 2> | nn::batch_norm));
+/// Body and shortcut stored alike: no remap.
+template <class T>
+using residual_same_storage = decltype(ipu::input<T, 2, 6, 6, 8> | nn::conv<8, 3>
+                                       | nn::residual(nn::batch_norm | nn::relu));
+
+/// Whether the add of `G` on `Target` receives its shortcut through a remap.
+template <class G, class Target>
+constexpr bool add_remaps = [] {
+  const auto& plan = ipu::plan_v<G, Target>;
+  for (std::size_t j = 0; j < plan.nodes.size(); ++j)
+    if (plan.at(static_cast<int>(j)).kind == ipu::op::add) return plan.nodes[j].step.kind == ipu::step_kind::remap;
+  return false;
+}();
+static_assert(add_remaps<residual_on_input<ipu::f32>, small_target<16>>);
+static_assert(add_remaps<residual_after_grouped<ipu::f32>, small_target<16>>);
+static_assert(add_remaps<residual_after_grouped<ipu::f16>, small_target<16>>);
+static_assert(!add_remaps<residual_same_storage<ipu::f32>, small_target<16>>);
+static_assert(!add_remaps<residual_same_storage<ipu::f16>, small_target<16>>);
+
+// ---- softmax ----------------------------------------------------------------------------
+
+template <class T> using softmax_c6 = decltype(ipu::input<T, 2, 5, 5, 6> | nn::global_avg_pool | nn::softmax);
+template <class T>
+using softmax_c7 = decltype(ipu::input<T, 3, 2, 2, 10> | nn::global_avg_pool | nn::dense<7> | nn::softmax);
+template <class T> using softmax_4d = decltype(ipu::input<T, 1, 3, 5, 6> | nn::softmax);
+
+}  // namespace
+
+TEST_CASE("batch norm on the input and after a conv and relu match the reference") {
+  check_nets<small_target<16>, bn_on_input, bn_relu_on_input, relu_on_input, bn_after_grouped_conv>();
+}
+
+TEST_CASE("max pooling 3/2 2/2 3/1 and 5/1 over odd sizes and borders matches the reference") {
+  check_nets<small_target<16>, max_3_2, max_2_2_odd, max_3_1, max_5_1, max_3_2_whole, max_after_grouped_conv>();
+}
+
+TEST_CASE("average pooling 3/2 2/2 3/1 and 5/2 over odd sizes and borders matches the reference") {
+  check_nets<small_target<16>, avg_3_2, avg_2_2_odd, avg_3_1, avg_5_2, avg_after_grouped_conv>();
+}
+
+TEST_CASE("global average pooling and dense layers match the reference") {
+  check_nets<small_target<16>, gap, gap_1x1, gap_after_grouped_conv, dense_in6, dense_out40, dense_dense>();
+}
+
+TEST_CASE("residual adds with shortcuts stored alike and differently match the reference") {
+  check_nets<small_target<16>, residual_on_input, residual_after_grouped, residual_two_convs, residual_projection,
+             residual_same_storage>();
+}
+
+TEST_CASE("softmax over rows whose length is not a multiple of 4 matches the reference") {
+  check_nets<small_target<16>, softmax_c6, softmax_c7, softmax_4d>();
+}
+
+TEST_CASE("pooling residual adds and dense layers on 4 tiles match the reference") {
+  check_nets<small_target<4>, max_3_2, avg_3_1, residual_after_grouped, dense_out40>();
+}
+
+TEST_CASE("batch norm pooling residual adds and softmax on 64 tiles match the reference") {
+  check_nets<small_target<64>, bn_on_input, avg_3_2, residual_projection, softmax_c7>();
+}

@@ -88,21 +88,12 @@ void conv(const window_geometry& g, image_view<T> in, weight_view<W> w, std::int
   if (g.kernel == 1 && g.stride == 1) {
     detail::conv_pointwise(g, in, w, channels, begin, end, partials);
   } else {
-    const std::int64_t per_image = g.positions_per_image();
     for (std::int64_t p = begin; p < end; ++p) {
-      const std::int64_t image = p / per_image, oh = p % per_image / g.out_width, ow = p % g.out_width;
       Acc* acc = partials + (p - begin) * channels;
-      for (std::int64_t kh = 0; kh < g.kernel; ++kh) {
-        const std::int64_t ih = oh * g.stride - g.pad_top + kh;
-        if (ih < 0 || ih >= g.in_height) continue;
-        for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
-          const std::int64_t iw = ow * g.stride - g.pad_left + kw;
-          if (iw < 0 || iw >= g.in_width) continue;
-          const T* x = in.pixel(image * g.in_height + ih, iw);
-          for (std::int64_t ci = 0; ci < w.in_channels; ++ci)
-            detail::axpy(acc, widen(x[ci]), w.row(kh, kw, g.kernel, ci), channels);
-        }
-      }
+      for_each_tap(g, in, p, [&](std::int64_t kh, std::int64_t kw, const T* x) {
+        for (std::int64_t ci = 0; ci < w.in_channels; ++ci)
+          detail::axpy(acc, widen(x[ci]), w.row(kh, kw, g.kernel, ci), channels);
+      });
     }
   }
   for (std::int64_t p = begin; p < end; ++p)

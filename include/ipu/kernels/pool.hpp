@@ -20,24 +20,16 @@ enum class pool_kind : std::uint8_t { max, average };
 template <class T>
 void pool(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64_t channels, std::int64_t begin,
           std::int64_t end, T* out) noexcept {
-  const std::int64_t per_image = g.positions_per_image();
   for (std::int64_t e = begin; e < end; ++e) {
-    const std::int64_t p = e / channels, c = e % channels;
-    const std::int64_t image = p / per_image, oh = p % per_image / g.out_width, ow = p % g.out_width;
+    const std::int64_t c = e % channels;
     float best = -std::numeric_limits<float>::infinity(), sum = 0;
     std::int64_t count = 0;
-    for (std::int64_t kh = 0; kh < g.kernel; ++kh) {
-      const std::int64_t ih = oh * g.stride - g.pad_top + kh;
-      if (ih < 0 || ih >= g.in_height) continue;
-      for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
-        const std::int64_t iw = ow * g.stride - g.pad_left + kw;
-        if (iw < 0 || iw >= g.in_width) continue;
-        const float v = widen(in.pixel(image * g.in_height + ih, iw)[c]);
-        best = std::max(best, v);
-        sum += v;
-        ++count;
-      }
-    }
+    for_each_tap(g, in, e / channels, [&](std::int64_t, std::int64_t, const T* pixel) {
+      const float v = widen(pixel[c]);
+      best = std::max(best, v);
+      sum += v;
+      ++count;
+    });
     out[e - begin] = static_cast<T>(kind == pool_kind::max ? best : sum / static_cast<float>(count));
   }
 }

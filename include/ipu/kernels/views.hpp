@@ -74,6 +74,23 @@ struct window_geometry {
   }
 };
 
+/// Calls `f(kh, kw, pixel)` for each tap of output position `p` (over all images, row-major)
+/// that falls inside the image, in kernel-row then kernel-column order; `pixel` points at the
+/// tap's input channels in `in`.
+template <class T, class F>
+constexpr void for_each_tap(const window_geometry& g, image_view<T> in, std::int64_t p, F&& f) {
+  const std::int64_t per_image = g.positions_per_image();
+  const std::int64_t image = p / per_image, oh = p % per_image / g.out_width, ow = p % g.out_width;
+  for (std::int64_t kh = 0; kh < g.kernel; ++kh) {
+    const std::int64_t ih = oh * g.stride - g.pad_top + kh;
+    if (ih < 0 || ih >= g.in_height) continue;
+    for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
+      const std::int64_t iw = ow * g.stride - g.pad_left + kw;
+      if (iw >= 0 && iw < g.in_width) f(kh, kw, in.pixel(image * g.in_height + ih, iw));
+    }
+  }
+}
+
 /// A block of conv weights: `[kh][kw][ci]` rows of `block_channels` contiguous output
 /// channels, row `(kh * kernel + kw) * in_channels + ci` at `data + row * row_stride`. `W` is
 /// the storage type (f32 weights converted once, or `T` read straight from a tile); either

@@ -40,6 +40,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -635,6 +636,15 @@ class executor {
     return {n == o.channels ? 0 : s0 % o.channels, n};
   }
 
+  /// A pooling's geometry and the input rows `[first, last)` its output elements `[o0, o1)` read.
+  std::tuple<kernels::window_geometry, std::int64_t, std::int64_t> pooling_window(const node& n, std::int64_t o0,
+                                                                                   std::int64_t o1) const noexcept {
+    const kernels::window_geometry g = geometry(n);
+    const std::int64_t c = n.out.channels();
+    const auto [first, last] = g.input_rows(o0 / c, (o1 - 1) / c + 1);
+    return {g, first, last};
+  }
+
   /// Exchange phase of step `j` (slice `s`) for `tile`: gathers what its vertices read.
   void exchange(int j, int tile, std::int64_t s) {
     const node& n = prog_.at(j);
@@ -703,9 +713,8 @@ class executor {
       }
       case op::max_pool:
       case op::avg_pool: {
-        const kernels::window_geometry g = geometry(n);
+        const auto [g, r0, r1] = pooling_window(n, o0, o1);
         const std::int64_t c = n.out.channels();
-        const auto [r0, r1] = g.input_rows(o0 / c, (o1 - 1) / c + 1);
         T* dst = own_exchange(ipu, tile, 0, (r1 - r0) * g.in_width * c);
         const placement& in = input_on(ipu, n.input);
         for (std::int64_t r = r0; r < r1; ++r)
@@ -787,9 +796,8 @@ class executor {
         break;
       case op::max_pool:
       case op::avg_pool: {
-        const kernels::window_geometry g = geometry(n);
+        const auto [g, r0, r1] = pooling_window(n, o0, o1);
         const std::int64_t c = n.out.channels();
-        const auto [r0, r1] = g.input_rows(o0 / c, (o1 - 1) / c + 1);
         const kernels::image_view<T> in{own_exchange(ipu, tile, 0, (r1 - r0) * g.in_width * c), r0, g.in_width * c, c};
         kernels::pool(n.kind == op::max_pool ? kernels::pool_kind::max : kernels::pool_kind::average, g, in, c, o0, o1, y);
         break;

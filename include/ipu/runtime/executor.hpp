@@ -111,6 +111,7 @@ class executor {
     prepare_parameters(params);
     if (mode_ == execution_mode::faithful) {
       prepare_devices();
+      params_.clear();  // the tiles hold the weights now
     } else {
       prepare_host_buffers();
     }
@@ -168,7 +169,7 @@ class executor {
   struct packed_params {
     std::vector<float> kernel;  // fast mode: conv/dense kernels block-major [b][kh][kw][ci][bc]
     std::vector<float> bias, scale, shift;
-    std::vector<std::vector<T>> device;  // faithful mode: each tensor as stored on the device
+    std::vector<std::vector<T>> device;  // faithful mode: each tensor as the tiles store it
   };
 
   static std::int64_t div_up(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
@@ -187,12 +188,14 @@ class executor {
       const node_plan& p = prog_.plan_of(j);
       packed_params& q = params_[static_cast<std::size_t>(j)];
       const auto& src = params[static_cast<std::size_t>(j)];
-      for (const auto& t : src) {
-        std::vector<T> d(t.size());
-        std::transform(t.begin(), t.end(), d.begin(), [](float x) { return static_cast<T>(x); });
-        q.device.push_back(std::move(d));
+      if (mode_ == execution_mode::faithful) {
+        for (const auto& t : src) {
+          std::vector<T> d(t.size());
+          std::transform(t.begin(), t.end(), d.begin(), [](float x) { return static_cast<T>(x); });
+          q.device.push_back(std::move(d));
+        }
+        continue;
       }
-      if (mode_ == execution_mode::faithful) continue;
       if (n.kind == op::conv || n.kind == op::dense) {
         const std::int64_t rows = p.step.kernel * p.step.kernel * p.step.in_channels, bc = p.step.block_channels;
         const std::int64_t out = n.out.channels();

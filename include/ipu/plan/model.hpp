@@ -19,9 +19,10 @@
 /// window its outputs read (whole rows, halos included, gathered into one contiguous buffer the
 /// way the vertices read it); for conv and dense, the weights (and a dense layer's bias) of the
 /// channel blocks it computes; for batch norm, the scale and shift of the channels it holds;
-/// for an add whose operands are stored differently, its share of the shortcut; (b) temporaries: the partial sums of the outputs it is computing, in the partials
-/// type. Both are upper bounds written as functions of the number of units the tile holds, so
-/// the fullest tile is the one with the most units. A conv may run its units in `serial`
+/// for an add whose operands are stored differently, its share of the shortcut; (b)
+/// temporaries: the partial sums of the outputs it is computing, in the partials type. Both
+/// are upper bounds written as functions of the number of units the tile holds, so the fullest
+/// tile is the one with the most units. A conv may run its units in `serial`
 /// slices, dividing the window and the partials (not the weights) by up to `serial`.
 
 #include <ipu/core/dtype.hpp>
@@ -110,12 +111,11 @@ constexpr std::int64_t runs_touched(std::int64_t count, std::int64_t period) noe
 }
 
 /// Input rows (of all images together) that `rows` consecutive output rows read, counted as
-/// the contiguous range from the first row read to the last, as a vertex's window holds them.
-/// Output row `o` (over all images) starts reading at global input row at least
-/// `o * stride - pad` less `(images crossed) * (out_height * stride - in_height)`, and SAME
-/// padding has `out_height * stride >= in_height`, so the range never exceeds
-/// `(rows - 1) * stride + kernel`, within one image or across several (with a stride larger
-/// than the kernel the rows skipped between outputs are inside the range).
+/// the contiguous range from the first row read to the last, as a vertex's window holds them
+/// (with a stride larger than the kernel, the rows skipped between outputs are inside it).
+/// Within one image the range is `(rows - 1) * stride + kernel` rows; crossing into the next
+/// image moves `out_height * stride` output-row strides on but only `in_height` input rows,
+/// and SAME padding has `out_height * stride >= in_height`, so the bound holds across images too.
 constexpr std::int64_t input_rows(const step_model& s, std::int64_t rows) noexcept {
   const std::int64_t images = std::min(s.images, runs_touched(rows, s.out_height));
   return std::min((rows - 1) * s.stride + s.kernel, images * s.in_height);

@@ -140,13 +140,15 @@ class engine {
       } else {
         for (const weight_tensor& t : layer.tensors()) tensors.push_back(t.values);
       }
-      for (std::size_t k = 0; k < tensors.size(); ++k)
+      const bool folded = layer.kind() == op::batch_norm;
+      for (std::size_t k = 0; k < tensors.size(); ++k) {
+        const std::string name = folded ? (k == 0 ? "folded scale" : "folded shift") : std::string(layer.tensors()[k].name);
         for (std::size_t i = 0; i < tensors[k].size(); ++i)
           if (!std::isfinite(kernels::widen(static_cast<element_type>(tensors[k][i]))))
-            throw weight_error("ipu::engine: " + std::string(layer.path()) + (layer.kind() == op::batch_norm ? " folded " : " ") +
-                               (layer.kind() == op::batch_norm ? (k == 0 ? "scale" : "shift") : std::string(layer.tensors()[k].name)) +
-                               "[" + std::to_string(i) + "] = " + std::to_string(tensors[k][i]) + " is not finite in " +
+            throw weight_error("ipu::engine: " + std::string(layer.path()) + " " + name + "[" + std::to_string(i) +
+                               "] = " + std::to_string(tensors[k][i]) + " is not finite in " +
                                std::string(name_of(dtype_of_v<element_type>)));
+      }
     }
     return set;
   }

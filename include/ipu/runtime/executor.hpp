@@ -639,6 +639,18 @@ class executor {
     return {n == o.channels ? 0 : s0 % o.channels, n};
   }
 
+  /// A working conv tile's exchange layout: each block it computes has `per_block` elements
+  /// of weights (and bias) at the start of the buffer, blocks `[first, last]`; the input
+  /// windows follow them.
+  struct conv_block_layout {
+    std::int64_t per_block, first, last;
+  };
+  static conv_block_layout conv_blocks(const node_plan& p, int tile) noexcept {
+    const std::int64_t k = p.step.kernel;
+    const std::int64_t per_block = (k * k * p.step.in_channels + (p.step.bias ? 1 : 0)) * p.step.block_channels;
+    return {per_block, p.work.units.begin(tile) / p.step.positions, (p.work.units.end(tile) - 1) / p.step.positions};
+  }
+
   /// A pooling's geometry and the input rows `[first, last)` its output elements `[o0, o1)` read.
   std::tuple<kernels::window_geometry, std::int64_t, std::int64_t> pooling_window(const node& n, std::int64_t o0,
                                                                                    std::int64_t o1) const noexcept {
@@ -659,12 +671,9 @@ class executor {
       case op::input: break;
       case op::conv:
       case op::dense: {
-        const auto [u_begin, u_end] = std::pair{p.work.units.begin(tile), p.work.units.end(tile)};
-        if (tile >= p.work.tiles() || u_begin == u_end) return;
+        if (tile >= p.work.tiles() || p.work.units.elements_on(tile) == 0) return;
         const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, k = p.step.kernel;
-        const std::int64_t per_block = (k * k * cin + (p.step.bias ? 1 : 0)) * bc;
-        const std::int64_t b_first = u_begin / p.step.positions, b_last = (u_end - 1) / p.step.positions;
-        const std::int64_t weights = (b_last - b_first + 1) * per_block;
+        const auto [per_block, b_first, b_last] = conv_blocks(p, tile);
         const device& d = devices_[static_cast<std::size_t>(ipu)];
         const auto& w = d.weights[static_cast<std::size_t>(j)];
         if (s == 0) {  // the weights (and bias) of every block the tile computes
@@ -678,7 +687,7 @@ class executor {
         const kernels::window_geometry g = geometry(n);
         const placement& in = input_on(ipu, n.input);
         const bool grouped = n.kind == op::conv && n.layer.groups > 1;
-        std::int64_t at = weights;
+        std::int64_t at = (b_last - b_first + 1) * per_block;  // the windows follow the weights
         block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t) {
           const auto [r0, r1] = g.input_rows(p0, p1);
           T* dst = own_exchange(ipu, tile, at, (r1 - r0) * g.in_width * cin);
@@ -708,7 +717,7 @@ class executor {
         T* dst = own_exchange(ipu, tile, 0, o1 - o0);
         for (std::int64_t q = o0; q < o1;) {
           const auto [pos, c] = o.locate(q);
-          const std::int64_t len = std::min(o1 - q, o.blocks > 1 ? o.block_channels - c % o.block_channels : o.channels - c);
+          const std::int64_t len = std::min(o1 - q, o.run(c, o.channels - c));
           read_channels(ipu, sc, pos, c, len, dst + (q - o0));
           q += len;
         }
@@ -757,10 +766,9 @@ class executor {
       case op::input: std::copy_n(input_ + o0, o1 - o0, y); break;
       case op::conv:
       case op::dense: {
-        const std::int64_t u_begin = p.work.units.begin(tile), u_end = p.work.units.end(tile);
+        const std::int64_t u_begin = p.work.units.begin(tile);
         const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, k = p.step.kernel;
-        const std::int64_t per_block = (k * k * cin + (p.step.bias ? 1 : 0)) * bc;
-        const std::int64_t b_first = u_begin / p.step.positions, b_last = (u_end - 1) / p.step.positions;
+        const auto [per_block, b_first, b_last] = conv_blocks(p, tile);
         const auto [a, e] = slice(p, tile, s);
         const kernels::window_geometry g = geometry(n);
         const tile_step& ts = devices_[static_cast<std::size_t>(ipu)].step[static_cast<std::size_t>(tile)];
@@ -784,7 +792,7 @@ class executor {
         const T* x = operand(n.input);
         for (std::int64_t q = o0; q < o1;) {
           const auto [pos, c] = o.locate(q);
-          const std::int64_t len = std::min(o1 - q, o.blocks > 1 ? o.block_channels - c % o.block_channels : o.channels - c);
+          const std::int64_t len = std::min(o1 - q, o.run(c, o.channels - c));
           const std::int64_t at = (c - first + o.channels) % o.channels;
           kernels::affine(x + (q - o0), y + (q - o0), len, params + at, params + count + at);
           q += len;

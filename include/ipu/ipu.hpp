@@ -24,6 +24,9 @@
 #include <ipu/target/options.hpp>
 
 #include <ipu/runtime/engine.hpp>
+#include <ipu/runtime/channel.hpp>
+#include <ipu/runtime/feeds.hpp>
+#include <ipu/runtime/io.hpp>
 #include <ipu/runtime/profile.hpp>
 #include <ipu/runtime/weights.hpp>
 

@@ -1,0 +1,474 @@
+#pragma once
+/// \file
+/// `ipu::channel<T, Capacity>`: a bounded single-producer/single-consumer queue of `T`, the
+/// storage of an infeed (`runtime/feeds.hpp`).
+///
+/// ```cpp
+/// ipu::channel<ipu::tensor<float, 2, 2>, 8> c;
+/// std::jthread producer([&] { for (int i = 0; i < 100; ++i) c.emplace([&](auto& slot) { slot[0] = i; }); c.close(); });
+/// while (c.consume([](const auto& x) { use(x); })) {}   // false once closed and drained
+/// ```
+///
+/// - The `Capacity` slots are allocated once, at construction; elements are written and read
+///   in place (`emplace`, `consume`), so passing an element costs no allocation and, with
+///   those two calls, no copy.
+/// - The data path is lock-free: two monotonic indices, each written by one side only, on
+///   separate cache lines. A side that must wait spins briefly, then parks on a condition
+///   variable; the other side wakes it only when it is parked.
+/// - Every operation comes as a blocking call (optionally cancelled by a `std::stop_token`),
+///   a `try_` call that never waits, and `try_..._for` / `try_..._until` calls with timeouts.
+/// - The stream ends with `close()` (the consumer still receives every element pushed before
+///   it) or with `abort(error)` (the same, then the consumer's next read rethrows `error`).
+///   The consumer can `cancel()`: waiting and later pushes then return `false`.
+/// - A channel destroyed while a thread waits on it, or while an `attach()`ed user (an
+///   `engine::run`, an `ipu::feed`) holds it, wakes those users, waits until they have let
+///   go, and they see `ipu::channel_error` instead of touching freed memory.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <stop_token>
+#include <thread>
+#include <utility>
+
+namespace ipu {
+
+/// A channel used against its contract: a push after `close()`, a channel destroyed while in
+/// use, `reset()` while in use.
+struct channel_error : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+namespace detail {
+
+/// How long a channel call may wait: not at all, until a deadline, or until it can proceed;
+/// a requested stop ends any wait.
+struct wait_limit {
+  enum class kind { no_wait, deadline, forever };
+  kind how = kind::forever;
+  std::chrono::steady_clock::time_point until{};
+  std::stop_token stop{};
+
+  static wait_limit none() noexcept { return {kind::no_wait, {}, {}}; }
+  static wait_limit forever(std::stop_token stop = {}) noexcept { return {kind::forever, {}, std::move(stop)}; }
+  template <class Clock, class Duration>
+  static wait_limit deadline(std::chrono::time_point<Clock, Duration> t) {
+    if constexpr (std::same_as<Clock, std::chrono::steady_clock>) {
+      return {kind::deadline, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t), {}};
+    } else {
+      return {kind::deadline,
+              std::chrono::steady_clock::now() +
+                  std::chrono::ceil<std::chrono::steady_clock::duration>(t - Clock::now()),
+              {}};
+    }
+  }
+  template <class Rep, class Period>
+  static wait_limit after(std::chrono::duration<Rep, Period> d) {
+    return {kind::deadline, std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(d), {}};
+  }
+};
+
+/// Bytes between data that two threads write: two 64-byte x86 cache lines, because Intel's
+/// L2 spatial prefetcher fetches lines in adjacent pairs (Intel 64 and IA-32 Architectures
+/// Optimization Reference Manual, "Data Prefetching"). `std::hardware_destructive_
+/// interference_size` is avoided: g++ warns that its value may differ between builds.
+inline constexpr std::size_t false_sharing_bytes = 128;
+
+/// One step of a spin-wait: tells the core this is a spin loop, where it can.
+inline void spin_pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Everything of a single-producer/single-consumer channel except its elements: the stream
+/// state, the producer's error, parking for a side that must wait, and the count of users a
+/// destructor must wait for.
+class channel_core {
+ public:
+  enum state_bit : unsigned {
+    closed = 1,     ///< the producer called close(): no more elements
+    failed = 2,     ///< the producer called abort(error)
+    cancelled = 4,  ///< the consumer called cancel(): it reads no more
+    destroyed = 8,  ///< the channel's destructor runs
+  };
+
+  /// The side that waits or is woken.
+  enum class party { producer, consumer };
+
+  channel_core() = default;
+  channel_core(const channel_core&) = delete;
+  channel_core& operator=(const channel_core&) = delete;
+
+  unsigned state() const noexcept { return state_.load(std::memory_order_acquire); }
+
+  /// Sets `bit`, with the producer's `error` for `failed`; wakes every waiting side.
+  void set(state_bit bit, std::exception_ptr error = nullptr) {
+    {
+      std::lock_guard lock(mutex_);
+      if (bit == failed && !(state_.load(std::memory_order_relaxed) & failed)) error_ = std::move(error);
+      state_.fetch_or(bit, std::memory_order_release);
+    }
+    wakeup_.notify_all();
+  }
+
+  /// The error given to abort(); read only after `state()` showed `failed`.
+  const std::exception_ptr& error() const noexcept { return error_; }
+
+  /// Called by a side after it published an index: wakes `who` if it is parked. The
+  /// read-modify-write (not a load) pairs with the one in `wait`: whichever comes second in
+  /// the counter's order sees the other's side effects, so either the parked side sees the
+  /// new index before it sleeps or this side sees it parked. (Not a fence: ThreadSanitizer
+  /// does not model fences.) Each counter stays in the publishing side's cache: the other
+  /// side writes it only when it parks.
+  void wake(party who) noexcept {
+    if (parked_[index(who)].count.fetch_add(0, std::memory_order_acq_rel) != 0) {
+      { std::lock_guard lock(mutex_); }  // the parked side is inside wait() by now
+      wakeup_.notify_all();
+    }
+  }
+
+  /// Waits, as `who`, until `ready()` (which must also turn true on any state change the
+  /// caller cares about), within `limit`. Returns `ready()`: false after a timeout, a
+  /// requested stop, or at once for `wait_limit::none()`. Throws `channel_error` if the
+  /// channel is destroyed.
+  template <class Ready>
+  bool wait(party who, Ready ready, const wait_limit& limit) {
+    if (limit.how == wait_limit::kind::no_wait) return false;
+    for (int i = 0; i < spin_iterations; ++i) {
+      if (ready()) return true;
+      spin_pause();
+    }
+    for (int i = 0; i < yield_iterations; ++i) {
+      if (ready()) return true;
+      std::this_thread::yield();
+    }
+    std::unique_lock lock(mutex_);
+    ++active_;
+    std::atomic<int>& parked = parked_[index(who)].count;
+    parked.fetch_add(1, std::memory_order_acq_rel);
+    const auto done = [&] { return ready() || (state_.load(std::memory_order_acquire) & destroyed); };
+    bool ok = limit.how == wait_limit::kind::forever ? wakeup_.wait(lock, limit.stop, done)
+                                                     : wakeup_.wait_until(lock, limit.stop, limit.until, done);
+    parked.fetch_sub(1, std::memory_order_relaxed);
+    leave(lock);
+    return ok;
+  }
+
+  /// Registers a user that must leave before the channel is destroyed (see `channel_use`).
+  void enter() {
+    std::lock_guard lock(mutex_);
+    if (state_.load(std::memory_order_relaxed) & destroyed) throw channel_error(destroyed_message);
+    ++active_;
+  }
+  void exit() noexcept {
+    std::unique_lock lock(mutex_);
+    const bool dying = state_.load(std::memory_order_relaxed) & destroyed;
+    --active_;
+    if (dying) wakeup_.notify_all();
+  }
+
+  /// Called first by the owning channel's destructor: if anyone uses the channel, tells them
+  /// and waits until they have left.
+  void destroy() noexcept {
+    std::unique_lock lock(mutex_);
+    if (active_ == 0) return;
+    state_.fetch_or(destroyed, std::memory_order_release);
+    wakeup_.notify_all();
+    wakeup_.wait(lock, [&] { return active_ == 0; });
+  }
+
+  /// Whether a thread waits on the channel or a user is attached.
+  bool in_use() const {
+    std::lock_guard lock(mutex_);
+    return active_ != 0;
+  }
+
+  /// Back to an open, empty stream; throws `channel_error` if anyone is using the channel.
+  void reset() {
+    std::lock_guard lock(mutex_);
+    if (active_ != 0) throw channel_error("ipu::channel: reset() while the channel is in use");
+    state_.store(0, std::memory_order_release);
+    error_ = nullptr;
+  }
+
+  static constexpr const char* destroyed_message =
+      "ipu::channel: the channel was destroyed while in use; destroy a channel only after the threads, "
+      "engine runs and ipu::feed calls using it have finished";
+
+ private:
+  /// Leaves a wait: the last touch of the object when it is being destroyed.
+  void leave(std::unique_lock<std::mutex>& lock) {
+    --active_;
+    if (state_.load(std::memory_order_relaxed) & destroyed) {
+      wakeup_.notify_all();
+      lock.unlock();
+      throw channel_error(destroyed_message);
+    }
+  }
+
+  // A waiting side first spins (cheap when the other side is about to publish), then yields,
+  // then parks. The counts trade a little CPU for latency; parking costs a system call each
+  // way.
+  static constexpr int spin_iterations = 256;
+  static constexpr int yield_iterations = 16;
+
+  static constexpr std::size_t index(party p) noexcept { return p == party::producer ? 0 : 1; }
+
+  struct parked_count {
+    alignas(false_sharing_bytes) std::atomic<int> count{0};
+  };
+
+  std::atomic<unsigned> state_{0};
+  std::array<parked_count, 2> parked_{};  // threads parked, per party
+  mutable std::mutex mutex_;
+  std::condition_variable_any wakeup_;
+  int active_ = 0;  // guarded by mutex_: threads waiting plus attached users
+  std::exception_ptr error_;
+};
+
+}  // namespace detail
+
+/// Keeps a channel from being destroyed unnoticed while it is used: `attach()` returns one;
+/// the channel's destructor waits until every `channel_use` is gone and makes the holder's
+/// next call throw `channel_error`. Movable, not copyable.
+class channel_use {
+ public:
+  explicit channel_use(detail::channel_core& core) : core_(&core) { core.enter(); }
+  channel_use(channel_use&& other) noexcept : core_(std::exchange(other.core_, nullptr)) {}
+  channel_use& operator=(channel_use&&) = delete;
+  channel_use(const channel_use&) = delete;
+  ~channel_use() {
+    if (core_) core_->exit();
+  }
+
+ private:
+  detail::channel_core* core_;
+};
+
+/// A bounded single-producer/single-consumer queue of `Capacity` elements of `T` (see the
+/// file comment). One thread may produce and one thread consume at a time.
+template <class T, std::size_t Capacity>
+  requires(Capacity > 0 && std::default_initializable<T> && std::copyable<T>)
+class channel {
+ public:
+  using value_type = T;
+  static constexpr std::size_t capacity = Capacity;
+
+  /// Allocates the `Capacity` slots, each a value-initialised `T`.
+  channel() : slots_(std::make_unique<T[]>(Capacity)) {}
+  channel(const channel&) = delete;
+  channel& operator=(const channel&) = delete;
+  /// If the channel is in use, wakes its users with `channel_error` and waits for them.
+  ~channel() { core_.destroy(); }
+
+  // ---- producer ------------------------------------------------------------------------
+
+  /// Waits for a free slot, calls `write(slot)` to fill it in place, then publishes it.
+  /// `slot` holds an earlier element's values: `write` must set every value it needs. If
+  /// `write` throws, nothing is published. Returns false, without calling `write`, if the
+  /// consumer has cancelled or `stop` is requested. Throws `channel_error` after `close()`.
+  template <std::invocable<T&> F>
+  bool emplace(F&& write, std::stop_token stop = {}) {
+    return produce(write, detail::wait_limit::forever(std::move(stop)));
+  }
+  template <std::invocable<T&> F>
+  bool try_emplace(F&& write) {
+    return produce(write, detail::wait_limit::none());
+  }
+  template <std::invocable<T&> F, class Rep, class Period>
+  bool try_emplace_for(F&& write, std::chrono::duration<Rep, Period> timeout) {
+    return produce(write, detail::wait_limit::after(timeout));
+  }
+  template <std::invocable<T&> F, class Clock, class Duration>
+  bool try_emplace_until(F&& write, std::chrono::time_point<Clock, Duration> deadline) {
+    return produce(write, detail::wait_limit::deadline(deadline));
+  }
+
+  /// `emplace` with a copy (or a move) of `value`.
+  bool push(const T& value, std::stop_token stop = {}) { return emplace(copy_from(value), std::move(stop)); }
+  bool push(T&& value, std::stop_token stop = {}) { return emplace(move_from(value), std::move(stop)); }
+  bool try_push(const T& value) { return try_emplace(copy_from(value)); }
+  bool try_push(T&& value) { return try_emplace(move_from(value)); }
+  template <class Rep, class Period>
+  bool try_push_for(const T& value, std::chrono::duration<Rep, Period> timeout) {
+    return try_emplace_for(copy_from(value), timeout);
+  }
+  template <class Rep, class Period>
+  bool try_push_for(T&& value, std::chrono::duration<Rep, Period> timeout) {
+    return try_emplace_for(move_from(value), timeout);
+  }
+  template <class Clock, class Duration>
+  bool try_push_until(const T& value, std::chrono::time_point<Clock, Duration> deadline) {
+    return try_emplace_until(copy_from(value), deadline);
+  }
+
+  /// Ends the stream: the consumer receives the elements pushed so far, then the end.
+  void close() { core_.set(detail::channel_core::closed); }
+  /// Ends the stream with an error: the consumer receives the elements pushed so far, then
+  /// its next read rethrows `error`. Call it from a producer's `catch (...)` with
+  /// `std::current_exception()`.
+  void abort(std::exception_ptr error) {
+    if (!error) throw std::invalid_argument("ipu::channel::abort: the exception_ptr is null");
+    core_.set(detail::channel_core::failed, std::move(error));
+  }
+
+  // ---- consumer ------------------------------------------------------------------------
+
+  /// Waits for an element, calls `read(element)` in place, then frees its slot. Returns false
+  /// at the end of the stream (closed and drained, or cancelled) or if `stop` is requested;
+  /// rethrows the producer's error once the elements before it are read. If `read` throws,
+  /// the element stays in the channel.
+  template <std::invocable<const T&> F>
+  bool consume(F&& read, std::stop_token stop = {}) {
+    return take(read, detail::wait_limit::forever(std::move(stop)));
+  }
+  template <std::invocable<const T&> F>
+  bool try_consume(F&& read) {
+    return take(read, detail::wait_limit::none());
+  }
+  template <std::invocable<const T&> F, class Rep, class Period>
+  bool try_consume_for(F&& read, std::chrono::duration<Rep, Period> timeout) {
+    return take(read, detail::wait_limit::after(timeout));
+  }
+  template <std::invocable<const T&> F, class Clock, class Duration>
+  bool try_consume_until(F&& read, std::chrono::time_point<Clock, Duration> deadline) {
+    return take(read, detail::wait_limit::deadline(deadline));
+  }
+
+  /// `consume` into `out` (copy-assigned: the slot stays the channel's).
+  bool pop(T& out, std::stop_token stop = {}) { return consume(copy_to(out), std::move(stop)); }
+  bool try_pop(T& out) { return try_consume(copy_to(out)); }
+  template <class Rep, class Period>
+  bool try_pop_for(T& out, std::chrono::duration<Rep, Period> timeout) {
+    return try_consume_for(copy_to(out), timeout);
+  }
+  template <class Clock, class Duration>
+  bool try_pop_until(T& out, std::chrono::time_point<Clock, Duration> deadline) {
+    return try_consume_until(copy_to(out), deadline);
+  }
+
+  /// The consumer stops reading: a producer waiting for a slot, and every later push, gets
+  /// `false`; reads return false.
+  void cancel() { core_.set(detail::channel_core::cancelled); }
+
+  // ---- both sides ----------------------------------------------------------------------
+
+  /// Elements pushed and not yet consumed (a snapshot while the other side runs).
+  std::size_t size() const noexcept {
+    const std::uint64_t popped = head_.load(std::memory_order_acquire);
+    return static_cast<std::size_t>(tail_.load(std::memory_order_acquire) - popped);
+  }
+  bool empty() const noexcept { return size() == 0; }
+  /// Elements pushed and consumed since construction or `reset()`.
+  std::uint64_t pushed() const noexcept { return tail_.load(std::memory_order_acquire); }
+  std::uint64_t popped() const noexcept { return head_.load(std::memory_order_acquire); }
+  /// The producer has called `close()` or `abort()`.
+  bool closed() const noexcept { return core_.state() & (detail::channel_core::closed | detail::channel_core::failed); }
+  /// The consumer has called `cancel()`.
+  bool cancelled() const noexcept { return core_.state() & detail::channel_core::cancelled; }
+
+  /// Marks a user for the channel's lifetime check (`engine::run` and `ipu::feed` hold one):
+  /// destroying the channel while the returned object lives is diagnosed, not undefined.
+  [[nodiscard]] channel_use attach() { return channel_use(core_); }
+  /// Whether a thread waits on the channel or a user is attached (a snapshot).
+  bool in_use() const { return core_.in_use(); }
+
+  /// Empties the channel and reopens it, for a new stream. Throws `channel_error` if a
+  /// thread waits on it or a user is attached; no other call may run concurrently.
+  void reset() {
+    core_.reset();
+    head_.store(0, std::memory_order_relaxed);
+    tail_.store(0, std::memory_order_relaxed);
+    head_seen_ = tail_seen_ = 0;
+  }
+
+ private:
+  static auto copy_from(const T& value) {
+    return [&value](T& slot) { slot = value; };
+  }
+  static auto move_from(T& value) {
+    return [&value](T& slot) { slot = std::move(value); };
+  }
+  static auto copy_to(T& out) {
+    return [&out](const T& element) { out = element; };
+  }
+
+  void check_usable(unsigned state) const {
+    if (state & detail::channel_core::destroyed) throw channel_error(detail::channel_core::destroyed_message);
+  }
+
+  using party = detail::channel_core::party;
+
+  template <class F>
+  bool produce(F& write, const detail::wait_limit& limit) {
+    using core = detail::channel_core;
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+    for (;;) {
+      const unsigned state = core_.state();
+      check_usable(state);
+      if (state & (core::closed | core::failed))
+        throw channel_error("ipu::channel: push after the producer closed the channel");
+      if (state & core::cancelled) return false;
+      if (tail - head_seen_ < Capacity) break;
+      head_seen_ = head_.load(std::memory_order_acquire);
+      if (tail - head_seen_ < Capacity) break;
+      const auto ready = [&] {
+        return tail - head_.load(std::memory_order_acquire) < Capacity ||
+               (core_.state() & (core::cancelled | core::destroyed));
+      };
+      if (!core_.wait(party::producer, ready, limit)) return false;
+    }
+    write(slots_[static_cast<std::size_t>(tail % Capacity)]);
+    tail_.store(tail + 1, std::memory_order_release);
+    core_.wake(party::consumer);
+    return true;
+  }
+
+  template <class F>
+  bool take(F& read, const detail::wait_limit& limit) {
+    using core = detail::channel_core;
+    const std::uint64_t head = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      const unsigned state = core_.state();
+      check_usable(state);
+      if (state & core::cancelled) return false;
+      if (head != tail_seen_) break;
+      tail_seen_ = tail_.load(std::memory_order_acquire);
+      if (head != tail_seen_) break;
+      if (state & (core::closed | core::failed)) {
+        // The tail was loaded after the state: it includes every element pushed before the end.
+        if (state & core::failed) std::rethrow_exception(core_.error());
+        return false;
+      }
+      const auto ready = [&] {
+        return tail_.load(std::memory_order_acquire) != head ||
+               (core_.state() & (core::closed | core::failed | core::cancelled | core::destroyed));
+      };
+      if (!core_.wait(party::consumer, ready, limit)) return false;
+    }
+    read(std::as_const(slots_[static_cast<std::size_t>(head % Capacity)]));
+    head_.store(head + 1, std::memory_order_release);
+    core_.wake(party::producer);
+    return true;
+  }
+
+  // The producer's line: the index it publishes and its last view of the consumer's.
+  alignas(detail::false_sharing_bytes) std::atomic<std::uint64_t> tail_{0};
+  std::uint64_t head_seen_ = 0;
+  // The consumer's line.
+  alignas(detail::false_sharing_bytes) std::atomic<std::uint64_t> head_{0};
+  std::uint64_t tail_seen_ = 0;
+  alignas(detail::false_sharing_bytes) detail::channel_core core_;
+  std::unique_ptr<T[]> slots_;
+};
+
+}  // namespace ipu

@@ -1,0 +1,244 @@
+// engine::run(infeed, outfeed, iterations): counts, order, the end of a stream, consecutive
+// runs, outfeed modes, errors from the producer and from the engine, destruction in use.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "support/executor_support.hpp"
+
+#include <chrono>
+
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+namespace nn = ipu::nn;
+
+// The mean over H and W of a constant image is that constant: result (n, c) of batch i is
+// exactly value(i, n, c), an independent reference with no arithmetic to trust.
+using pool_t = decltype(ipu::input<ipu::f32, 2, 2, 2, 3> | nn::global_avg_pool);
+using pool_in = ipu::input_tensor_t<pool_t>;
+using pool_out = ipu::output_tensor_t<pool_t>;
+using pool_engine = ipu::engine<pool_t, ipu_test::small_target<16>>;
+
+float value(std::int64_t i, int n, int c) { return static_cast<float>(i * 1000 + n * 100 + c); }
+
+pool_in batch(std::int64_t i) {
+  pool_in x;
+  for (int n = 0; n < 2; ++n)
+    for (int h = 0; h < 2; ++h)
+      for (int w = 0; w < 2; ++w)
+        for (int c = 0; c < 3; ++c) x(n, h, w, c) = value(i, n, c);
+  return x;
+}
+
+// Whether `y` is the result of batch `i`.
+bool is_result_of(const pool_out& y, std::int64_t i) {
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c)
+      if (y(n, c) != value(i, n, c)) return false;
+  return true;
+}
+
+// Results [first, first + count) in order.
+bool in_order(const std::vector<pool_out>& ys, std::int64_t first = 0) {
+  for (std::size_t k = 0; k < ys.size(); ++k)
+    if (!is_result_of(ys[k], first + static_cast<std::int64_t>(k))) return false;
+  return true;
+}
+
+struct stream_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+}  // namespace
+
+TEST_CASE("run: a closed stream runs to its last batch, in order, and says so") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 8> in;
+  ipu::outfeed<pool_t, ipu::outfeed_mode::all> out;
+  constexpr std::int64_t batches = 3000;
+  std::jthread producer([&] {
+    for (std::int64_t i = 0; i < batches; ++i) in.push(batch(i));
+    in.close();
+  });
+  const ipu::run_stats stats = engine.run(in, out, 10'000);
+  CHECK(stats.requested == 10'000);
+  CHECK(stats.iterations == batches);
+  CHECK(stats.end_of_stream);
+  CHECK_FALSE(stats.cancelled);
+  CHECK(out.closed());
+  const std::vector<pool_out> ys = out.drain();
+  CHECK(ys.size() == batches);
+  CHECK(in_order(ys));
+  CHECK(engine.profile().batches_measured() == batches);
+}
+
+TEST_CASE("run: iterations bound each run, and the next run continues the stream") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 16> in;
+  ipu::outfeed<pool_t> out;  // outfeed_mode::all
+  for (std::int64_t i = 0; i < 10; ++i) in.push(batch(i));
+  in.close();
+  CHECK(engine.run(in, out, 0).iterations == 0);
+  ipu::run_stats first = engine.run(in, out, 4);
+  CHECK(first.iterations == 4);
+  CHECK_FALSE(first.end_of_stream);
+  CHECK_FALSE(out.closed());
+  CHECK(engine.run(in, out, 4).iterations == 4);
+  const ipu::run_stats last = engine.run(in, out, 4);
+  CHECK(last.iterations == 2);
+  CHECK(last.end_of_stream);
+  const std::vector<pool_out> ys = out.drain();
+  CHECK(ys.size() == 10);  // nothing lost, nothing duplicated
+  CHECK(in_order(ys));
+  CHECK_THROWS_AS(engine.run(in, out, -1), std::invalid_argument);
+}
+
+TEST_CASE("run: the statistics add up and match the cycle model") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 4> in;
+  ipu::outfeed<pool_t, ipu::outfeed_mode::last> out;
+  std::jthread producer([&] {
+    for (std::int64_t i = 0; i < 50; ++i) in.push(batch(i));
+  });
+  const ipu::run_stats stats = engine.run(in, out, 50);
+  CHECK(stats.iterations == 50);
+  CHECK(stats.batch_size == 2);
+  CHECK(stats.seconds > 0);
+  CHECK(stats.compute_seconds + stats.infeed_wait_seconds <= stats.seconds);
+  CHECK(stats.simulated_seconds == Approx(50 * engine.profile().simulated_seconds_per_batch()));
+  CHECK(stats.images_per_second() == Approx(100 / stats.seconds));
+  std::ostringstream text;
+  text << stats;
+  CHECK(text.str().find("50 of 50 iterations (2 images each)") != std::string::npos);
+}
+
+TEST_CASE("run: an outfeed that keeps the last result holds the final batch's") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 4> in;
+  ipu::outfeed<pool_t, ipu::outfeed_mode::last> out;
+  std::jthread producer([&] {
+    for (std::int64_t i = 0; i < 50; ++i) in.push(batch(i));
+    in.close();
+  });
+  CHECK(engine.run(in, out, 100).iterations == 50);
+  CHECK(out.pushed() == 50);
+  const std::vector<pool_out> ys = out.drain();
+  REQUIRE(ys.size() == 1);
+  CHECK(is_result_of(ys[0], 49));
+  CHECK(out.drain().empty());  // taken
+}
+
+TEST_CASE("run: a consumer thread reads results while the run writes them") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 2> in;
+  ipu::outfeed<pool_t> out;
+  std::vector<pool_out> seen;
+  std::jthread consumer([&] {
+    for (pool_out y; out.pop(y);) seen.push_back(y);  // ends when the run closes the outfeed
+  });
+  std::jthread producer([&] {
+    for (std::int64_t i = 0; i < 500; ++i) in.push(batch(i));
+    in.close();
+  });
+  CHECK(engine.run(in, out, 1000).iterations == 500);
+  consumer.join();
+  CHECK(seen.size() == 500);
+  CHECK(in_order(seen));
+}
+
+TEST_CASE("run: a producer's exception reaches the caller after the batches before it") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 4> in;
+  ipu::outfeed<pool_t> out;
+  std::jthread producer([&] {
+    try {
+      for (std::int64_t i = 0; i < 100; ++i) {
+        if (i == 7) throw stream_failure("the dataset's file 7 is corrupt");
+        in.push(batch(i));
+      }
+      in.close();
+    } catch (...) {
+      in.abort(std::current_exception());
+    }
+  });
+  CHECK_THROWS_MATCHES(engine.run(in, out, 100), stream_failure, Catch::Message("the dataset's file 7 is corrupt"));
+  const std::vector<pool_out> ys = out.drain();
+  CHECK(ys.size() == 7);
+  CHECK(in_order(ys));
+  pool_out y;
+  CHECK_THROWS_AS(out.pop(y), stream_failure);  // the outfeed was aborted with it
+}
+
+TEST_CASE("run: a batch the engine rejects stops the run and releases the producer") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 1> in;
+  ipu::outfeed<pool_t> out;
+  int refused_at = -1;
+  std::jthread producer([&] {
+    for (int i = 0; i < 100; ++i) {
+      pool_in x = batch(i);
+      if (i == 3) pool_in discard = std::move(x);  // x has no storage now
+      if (!in.push(std::move(x))) {
+        refused_at = i;
+        return;
+      }
+    }
+  });
+  CHECK_THROWS_WITH(engine.run(in, out, 100), Catch::Contains("no storage"));
+  producer.join();
+  CHECK(in.cancelled());
+  CHECK(refused_at == 4);  // the producer was waiting to push batch 4, and was let go
+  CHECK(in_order(out.drain()));
+  CHECK(out.pushed() == 3);
+}
+
+TEST_CASE("run: destroying the infeed during a run is diagnosed in the run") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  auto in = std::make_unique<ipu::infeed<pool_t, 2>>();
+  ipu::outfeed<pool_t> out;
+  std::string what;
+  std::jthread runner([&, raw = in.get()] {
+    try {
+      engine.run(*raw, out, 10);  // nothing is pushed: the run waits
+    } catch (const ipu::channel_error& e) {
+      what = e.what();
+    }
+  });
+  for (int i = 0; i < 5000 && !in->in_use(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(in->in_use());  // the run holds the infeed
+  in.reset();             // wakes the run, waits until it has let go
+  runner.join();
+  CHECK(what.find("destroyed while in use") != std::string::npos);
+  pool_out y;
+  CHECK_THROWS_AS(out.pop(y), ipu::channel_error);
+}
+
+TEST_CASE("run: results equal infer's, batch by batch, for a conv net in both modes") {
+  using net_t = decltype(ipu::input<ipu::f32, 2, 8, 8, 4> | nn::conv<8, 3> | nn::batch_norm | nn::relu |
+                         nn::residual(nn::conv<8, 3, 1, 4> | nn::batch_norm) | nn::relu | nn::global_avg_pool |
+                         nn::dense<5>);
+  const auto w = ipu::weights<net_t>::random(3);
+  for (const ipu::execution_mode mode : {ipu::execution_mode::fast, ipu::execution_mode::faithful}) {
+    const int batches = mode == ipu::execution_mode::fast ? 200 : 10;
+    ipu::engine<net_t, ipu_test::small_target<16>> engine{w, {.mode = mode, .threads = 2}};
+    ipu::engine<net_t, ipu_test::small_target<16>> reference{w, {.mode = ipu::execution_mode::fast, .threads = 1}};
+    ipu::infeed<net_t, 3> in;
+    ipu::outfeed<net_t> out;
+    std::jthread producer([&] {
+      for (int i = 0; i < batches; ++i) in.push(ipu_test::random_input<net_t>(static_cast<std::uint64_t>(i)));
+      in.close();
+    });
+    CHECK(engine.run(in, out, batches).iterations == batches);
+    const auto ys = out.drain();
+    REQUIRE(ys.size() == static_cast<std::size_t>(batches));
+    int differ = 0;
+    for (int i = 0; i < batches; ++i)
+      differ += ys[static_cast<std::size_t>(i)] != reference.infer(ipu_test::random_input<net_t>(static_cast<std::uint64_t>(i)));
+    CHECK(differ == 0);
+  }
+}

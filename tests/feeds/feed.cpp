@@ -1,0 +1,141 @@
+// ipu::feed: host pipelines of range-v3 (and standard) ranges into an infeed, with the end of
+// the range, exceptions, cancellation and stop requests carried to the consumer.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <range/v3/view/iota.hpp>
+#include <range/v3/view/take.hpp>
+#include <range/v3/view/transform.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+namespace nn = ipu::nn;
+using image_t = decltype(ipu::input<ipu::f32, 1, 2, 2, 3> | nn::global_avg_pool);
+using image = ipu::input_tensor_t<image_t>;  // [1, 2, 2, 3]
+
+image filled(float v) {
+  image x;
+  for (float& e : x) e = v;
+  return x;
+}
+
+// Every element a consumer reads, until the end of the stream.
+template <class Channel>
+std::vector<float> read_all(Channel& in) {
+  std::vector<float> first_values;
+  while (in.consume([&](const image& x) { first_values.push_back(x[0]); })) {}
+  return first_values;
+}
+
+template <class R>
+concept can_feed = requires(ipu::infeed<image_t, 2>& in, R r) { ipu::feed(in, r); };
+}  // namespace
+
+// Ranges of tensors, of anything assignable to one, or of values `tensor::assign` takes.
+static_assert(can_feed<std::vector<image>>);
+static_assert(can_feed<std::vector<std::vector<float>>>);
+static_assert(!can_feed<std::vector<std::string>>);
+static_assert(!can_feed<int>);
+
+TEST_CASE("feed: a range-v3 pipeline of tensors, pushed in order, then closed") {
+  ipu::infeed<image_t, 2> in;
+  ipu::feed_result result;
+  std::jthread producer([&](std::stop_token stop) {
+    const auto normalise = [](int i) { return filled(static_cast<float>(i) / 4.0f); };
+    result = ipu::feed(in, ranges::views::iota(0, 1000) | ranges::views::transform(normalise), stop);
+  });
+  const std::vector<float> seen = read_all(in);
+  producer.join();
+  CHECK(result.pushed == 1000);
+  CHECK(result.end == ipu::feed_end::closed);
+  REQUIRE(seen.size() == 1000);
+  for (std::size_t i = 0; i < seen.size(); ++i) REQUIRE(seen[i] == static_cast<float>(i) / 4.0f);
+}
+
+TEST_CASE("feed: a container of raw values, assigned into the slots, checked for size") {
+  ipu::infeed<image_t, 2> in;
+  std::vector<std::vector<float>> values{std::vector<float>(12, 1.0f), std::vector<float>(12, 2.0f),
+                                         std::vector<float>(11, 3.0f), std::vector<float>(12, 4.0f)};
+  ipu::feed_result result;
+  std::jthread producer([&] { result = ipu::feed(in, values); });
+  std::vector<float> seen;
+  CHECK_THROWS_WITH(
+      [&] {
+        while (in.consume([&](const image& x) { seen.push_back(x[0]); })) {}
+      }(),
+      Catch::Contains("11 values given"));
+  producer.join();
+  CHECK(seen == std::vector<float>{1.0f, 2.0f});  // the elements before the bad one
+  CHECK(result.pushed == 2);
+  CHECK(result.end == ipu::feed_end::failed);
+}
+
+TEST_CASE("feed: an exception thrown inside a view reaches the consumer") {
+  ipu::infeed<image_t, 4> in;
+  const auto load = [](int i) {
+    if (i == 5) throw std::runtime_error("image 5 cannot be decoded");
+    return filled(static_cast<float>(i));
+  };
+  const ipu::feed_result result = ipu::feed(in, ranges::views::iota(0, 4) | ranges::views::transform(load));
+  CHECK(result.end == ipu::feed_end::closed);  // 0..3: no throw, capacity 4 suffices
+  CHECK(read_all(in) == std::vector<float>{0, 1, 2, 3});
+
+  in.reset();
+  ipu::feed_result failed;
+  std::jthread producer([&] { failed = ipu::feed(in, ranges::views::iota(0, 10) | ranges::views::transform(load)); });
+  std::vector<float> seen;
+  CHECK_THROWS_WITH(
+      [&] {
+        while (in.consume([&](const image& x) { seen.push_back(x[0]); })) {}
+      }(),
+      "image 5 cannot be decoded");
+  producer.join();
+  CHECK(seen == std::vector<float>{0, 1, 2, 3, 4});
+  CHECK(failed.end == ipu::feed_end::failed);
+  CHECK(failed.pushed == 5);
+}
+
+TEST_CASE("feed: a consumer that cancels ends the feed") {
+  ipu::infeed<image_t, 1> in;
+  ipu::feed_result result;
+  std::jthread producer([&] { result = ipu::feed(in, ranges::views::iota(0) | ranges::views::transform(filled)); });
+  int read = 0;
+  while (read < 10 && in.consume([&](const image&) { ++read; })) {}
+  in.cancel();
+  producer.join();
+  CHECK(result.end == ipu::feed_end::cancelled);
+  CHECK(result.pushed >= 10);
+  CHECK(result.pushed <= 11);  // at most one more than read: the depth
+}
+
+TEST_CASE("feed: a stop request ends the feed and tells the consumer the stream is incomplete") {
+  ipu::infeed<image_t, 1> in;
+  ipu::feed_result result;
+  {
+    std::jthread producer([&](std::stop_token stop) {
+      result = ipu::feed(in, ranges::views::iota(0) | ranges::views::take(100) | ranges::views::transform(filled), stop);
+    });
+    for (int i = 0; i < 2000 && in.size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }  // ~jthread: request_stop while feed waits for room, then join
+  CHECK(result.end == ipu::feed_end::stopped);
+  CHECK(result.pushed == 1);
+  std::vector<float> seen;
+  CHECK_THROWS_WITH(
+      [&] {
+        while (in.consume([&](const image& x) { seen.push_back(x[0]); })) {}
+      }(),
+      Catch::Contains("stopped after 1 elements"));
+  CHECK(seen == std::vector<float>{0});
+}
+
+TEST_CASE("feed: feeding a closed infeed is a channel error") {
+  ipu::infeed<image_t, 2> in;
+  in.close();
+  CHECK_THROWS_AS(ipu::feed(in, std::vector<image>(1)), ipu::channel_error);
+}

@@ -14,7 +14,8 @@
 ///   those two calls, no copy.
 /// - The data path is lock-free: two monotonic indices, each written by one side only, on
 ///   separate cache lines. A side that must wait spins briefly, then parks on a condition
-///   variable; the other side wakes it only when it is parked.
+///   variable; the other side wakes it only when it is parked, and finding that out costs
+///   the publishing side no memory barrier (see `channel_core::wake`).
 /// - Every operation comes as a blocking call (optionally cancelled by a `std::stop_token`),
 ///   a `try_` call that never waits, and `try_..._for` / `try_..._until` calls with timeouts.
 /// - The stream ends with `close()` (the consumer still receives every element pushed before
@@ -38,6 +39,19 @@
 #include <stop_token>
 #include <thread>
 #include <utility>
+
+// Define IPU_NO_MEMBARRIER to use the portable wake-up handshake everywhere (the
+// ThreadSanitizer configuration of the tests does, so that both handshakes are tested).
+#if defined(__linux__) && !defined(IPU_NO_MEMBARRIER)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#if defined(__linux__) && !defined(IPU_NO_MEMBARRIER) && defined(__NR_membarrier)
+#define IPU_HAS_MEMBARRIER 1
+#else
+#define IPU_HAS_MEMBARRIER 0
+#endif
 
 namespace ipu {
 
@@ -82,6 +96,29 @@ struct wait_limit {
 /// interference_size` is avoided: g++ warns that its value may differ between builds.
 inline constexpr std::size_t false_sharing_bytes = 128;
 
+/// Whether `process_barrier()` works: Linux's `membarrier(2)` with
+/// `MEMBARRIER_CMD_PRIVATE_EXPEDITED`, registered once per process (Linux 4.14 and later;
+/// a seccomp filter may forbid it).
+inline bool process_barrier_available() noexcept {
+#if IPU_HAS_MEMBARRIER
+  static const bool available =
+      syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  return available;
+#else
+  return false;
+#endif
+}
+
+/// A full memory barrier on every running thread of this process, as if each had executed
+/// `std::atomic_thread_fence(std::memory_order_seq_cst)` where it is (`membarrier(2)`). It
+/// turns the other threads' compiler barriers (`std::atomic_signal_fence`) into full
+/// barriers, for the price of one system call here. Requires `process_barrier_available()`.
+inline void process_barrier() noexcept {
+#if IPU_HAS_MEMBARRIER
+  syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+#endif
+}
+
 /// One step of a spin-wait: tells the core this is a spin loop, where it can.
 inline void spin_pause() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -123,17 +160,24 @@ class channel_core {
   /// The error given to abort(); read only after `state()` showed `failed`.
   const std::exception_ptr& error() const noexcept { return error_; }
 
-  /// Called by a side after it published an index: wakes `who` if it is parked. The
-  /// read-modify-write (not a load) pairs with the one in `wait`: whichever comes second in
-  /// the counter's order sees the other's side effects, so either the parked side sees the
-  /// new index before it sleeps or this side sees it parked. (Not a fence: ThreadSanitizer
-  /// does not model fences.) Each counter stays in the publishing side's cache: the other
-  /// side writes it only when it parks.
+  /// Called by a side after it published an index: wakes `who` if it is parked. Either the
+  /// parked side sees the new index before it sleeps, or this side sees it parked: the two
+  /// sides form a Dekker pair (store the index, then load the parked count; store the count,
+  /// then load the index), which needs a store-load barrier on both sides. The parking side
+  /// is already slow and pays for both with `process_barrier()`; this side, which runs once
+  /// per element, then needs only a compiler barrier. Without `process_barrier` this side
+  /// reads the count with a read-modify-write, which pairs with the parking side's one.
   void wake(party who) noexcept {
-    if (parked_[index(who)].count.fetch_add(0, std::memory_order_acq_rel) != 0) {
-      { std::lock_guard lock(mutex_); }  // the parked side is inside wait() by now
-      wakeup_.notify_all();
+    std::atomic<int>& parked = parked_[index(who)].count;
+    int n = 0;
+    if (barrier_) {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      n = parked.load(std::memory_order_relaxed);
+    } else {
+      n = parked.fetch_add(0, std::memory_order_acq_rel);
     }
+    if (n != 0) [[unlikely]]
+      notify_parked();
   }
 
   /// Waits, as `who`, until `ready()` (which must also turn true on any state change the
@@ -155,6 +199,7 @@ class channel_core {
     ++active_;
     std::atomic<int>& parked = parked_[index(who)].count;
     parked.fetch_add(1, std::memory_order_acq_rel);
+    if (barrier_) process_barrier();
     const auto done = [&] { return ready() || (state_.load(std::memory_order_acquire) & destroyed); };
     bool ok = limit.how == wait_limit::kind::forever ? wakeup_.wait(lock, limit.stop, done)
                                                      : wakeup_.wait_until(lock, limit.stop, limit.until, done);
@@ -205,6 +250,11 @@ class channel_core {
       "engine runs and ipu::feed calls using it have finished";
 
  private:
+  [[gnu::noinline]] void notify_parked() noexcept {
+    { std::lock_guard lock(mutex_); }  // the parked side is inside wait() by now
+    wakeup_.notify_all();
+  }
+
   /// Leaves a wait: the last touch of the object when it is being destroyed.
   void leave(std::unique_lock<std::mutex>& lock) {
     --active_;
@@ -228,7 +278,8 @@ class channel_core {
   };
 
   std::atomic<unsigned> state_{0};
-  std::array<parked_count, 2> parked_{};  // threads parked, per party
+  const bool barrier_ = process_barrier_available();  // read on every element: kept beside state_
+  std::array<parked_count, 2> parked_{};              // threads parked, per party
   mutable std::mutex mutex_;
   std::condition_variable_any wakeup_;
   int active_ = 0;  // guarded by mutex_: threads waiting plus attached users
@@ -388,7 +439,7 @@ class channel {
     core_.reset();
     head_.store(0, std::memory_order_relaxed);
     tail_.store(0, std::memory_order_relaxed);
-    head_seen_ = tail_seen_ = 0;
+    head_mine_ = tail_mine_ = head_seen_ = tail_seen_ = 0;
   }
 
  private:
@@ -411,7 +462,7 @@ class channel {
   template <class F>
   bool produce(F& write, const detail::wait_limit& limit) {
     using core = detail::channel_core;
-    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+    const std::uint64_t tail = tail_mine_;
     for (;;) {
       const unsigned state = core_.state();
       check_usable(state);
@@ -428,6 +479,7 @@ class channel {
       if (!core_.wait(party::producer, ready, limit)) return false;
     }
     write(slots_[static_cast<std::size_t>(tail % Capacity)]);
+    tail_mine_ = tail + 1;
     tail_.store(tail + 1, std::memory_order_release);
     core_.wake(party::consumer);
     return true;
@@ -436,7 +488,7 @@ class channel {
   template <class F>
   bool take(F& read, const detail::wait_limit& limit) {
     using core = detail::channel_core;
-    const std::uint64_t head = head_.load(std::memory_order_relaxed);
+    const std::uint64_t head = head_mine_;
     for (;;) {
       const unsigned state = core_.state();
       check_usable(state);
@@ -456,16 +508,20 @@ class channel {
       if (!core_.wait(party::consumer, ready, limit)) return false;
     }
     read(std::as_const(slots_[static_cast<std::size_t>(head % Capacity)]));
+    head_mine_ = head + 1;
     head_.store(head + 1, std::memory_order_release);
     core_.wake(party::producer);
     return true;
   }
 
-  // The producer's line: the index it publishes and its last view of the consumer's.
+  // The published indices, each on its own line: written by one side, read by the other.
   alignas(detail::false_sharing_bytes) std::atomic<std::uint64_t> tail_{0};
-  std::uint64_t head_seen_ = 0;
-  // The consumer's line.
   alignas(detail::false_sharing_bytes) std::atomic<std::uint64_t> head_{0};
+  // Each side's private line: its own index (read without touching the published line,
+  // which the other side may be polling) and its last view of the other side's.
+  alignas(detail::false_sharing_bytes) std::uint64_t tail_mine_ = 0;
+  std::uint64_t head_seen_ = 0;
+  alignas(detail::false_sharing_bytes) std::uint64_t head_mine_ = 0;
   std::uint64_t tail_seen_ = 0;
   alignas(detail::false_sharing_bytes) detail::channel_core core_;
   std::unique_ptr<T[]> slots_;

@@ -51,11 +51,36 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-/// Sets the benchmark's rates: `elements` per iteration, of `element_bytes` each.
+/// Sets the benchmark's rates: `elements` per iteration of `element_bytes` each, as
+/// `elements/s` and (the payload counted once) bytes/s.
 void report(benchmark::State& state, std::int64_t elements, std::int64_t element_bytes) {
   const std::int64_t total = state.iterations() * elements;
   state.counters["elements/s"] = benchmark::Counter(static_cast<double>(total), benchmark::Counter::kIsRate);
   state.SetBytesProcessed(total * element_bytes);
+}
+
+/// Times one transfer per iteration: `produce()` runs on a new thread while `consume()` runs
+/// on this one and returns whether every element arrived intact and in order (otherwise the
+/// benchmark stops with `failure`); then `report`s.
+template <class Produce, class Consume>
+void transfer(benchmark::State& state, std::int64_t elements, std::int64_t element_bytes, Produce produce,
+              Consume consume, const char* failure) {
+  for (auto _ : state) {
+    std::jthread producer(produce);
+    const bool intact = consume();
+    producer.join();
+    if (!intact) {
+      state.SkipWithError(failure);
+      break;
+    }
+  }
+  report(state, elements, element_bytes);
+}
+
+/// Retries `attempt()` with `cpu_relax` until it succeeds: the spinning variants' wait.
+template <class F>
+void spin_until(F attempt) {
+  while (!attempt()) cpu_relax();
 }
 
 // ---- small elements: std::uint64_t ---------------------------------------------------------
@@ -76,77 +101,59 @@ struct sequence_check {
 };
 
 /// ipu::channel, blocking: the producer `push`es (a copy into the slot) and `close`s; the
-/// consumer `consume`s in place until the end of the stream. Either side spins, yields, then
-/// parks when it must wait, as the channel does.
+/// consumer `consume`s in place until the end of the stream, then `reset`s the channel for
+/// the next iteration. Either side spins, yields, then parks when it must wait.
 void small_channel_blocking(benchmark::State& state) {
   ipu::channel<std::uint64_t, small_capacity> c;
-  for (auto _ : state) {
-    std::jthread producer([&] {
-      for (std::uint64_t i = 0; i < small_count; ++i) c.push(i);
-      c.close();
-    });
-    sequence_check check;
-    while (c.consume([&](const std::uint64_t& x) { check(x); })) {
-    }
-    producer.join();
-    c.reset();  // reopens the closed channel for the next iteration
-    if (!check.ok()) {
-      state.SkipWithError("ipu::channel push/consume: the sequence arrived wrong");
-      break;
-    }
-  }
-  report(state, small_count, small_bytes);
+  transfer(
+      state, small_count, small_bytes,
+      [&] {
+        for (std::uint64_t i = 0; i < small_count; ++i) c.push(i);
+        c.close();
+      },
+      [&] {
+        sequence_check check;
+        while (c.consume([&](const std::uint64_t& x) { check(x); })) {}
+        c.reset();  // after the producer closed: nobody uses the channel now
+        return check.ok();
+      },
+      "ipu::channel push/consume: the sequence arrived wrong");
 }
 
-/// ipu::channel, non-blocking: the producer `try_push`es and the consumer `try_consume`s in
-/// place, both retrying with `cpu_relax` while full or empty; the consumer stops after
-/// `small_count` elements (no `close`, so no reset is needed between iterations).
+/// ipu::channel, non-blocking: `try_push` and `try_consume` in place, both retried with
+/// `cpu_relax` while full or empty; the consumer stops after `small_count` elements.
 void small_channel_try(benchmark::State& state) {
   ipu::channel<std::uint64_t, small_capacity> c;
-  for (auto _ : state) {
-    std::jthread producer([&] {
-      for (std::uint64_t i = 0; i < small_count; ++i)
-        while (!c.try_push(i)) cpu_relax();
-    });
-    sequence_check check;
-    while (check.next < small_count)
-      if (!c.try_consume([&](const std::uint64_t& x) { check(x); })) cpu_relax();
-    producer.join();
-    if (!check.ok()) {
-      state.SkipWithError("ipu::channel try_push/try_consume: the sequence arrived wrong");
-      break;
-    }
-  }
-  report(state, small_count, small_bytes);
+  transfer(
+      state, small_count, small_bytes,
+      [&] {
+        for (std::uint64_t i = 0; i < small_count; ++i) spin_until([&] { return c.try_push(i); });
+      },
+      [&] {
+        sequence_check check;
+        while (check.next < small_count) spin_until([&] { return c.try_consume([&](const std::uint64_t& x) { check(x); }); });
+        return check.ok();
+      },
+      "ipu::channel try_push/try_consume: the sequence arrived wrong");
 }
 
 /// boost::lockfree::spsc_queue with a compile-time capacity (Boost 1.74's `capacity<N>` holds
-/// N elements: it allocates N + 1 slots): the producer `push`es, the consumer `pop`s into a
-/// local, both retrying with `cpu_relax`, as `small_channel_try`.
+/// N elements: it allocates N + 1 slots): `push` and `pop` into a local, both retried with
+/// `cpu_relax`, as `small_channel_try`.
 void small_boost(benchmark::State& state) {
   using queue = boost::lockfree::spsc_queue<std::uint64_t, boost::lockfree::capacity<small_capacity>>;
   const auto q = std::make_unique<queue>();  // on the heap, as the channel's slots
-  for (auto _ : state) {
-    std::jthread producer([&] {
-      for (std::uint64_t i = 0; i < small_count; ++i)
-        while (!q->push(i)) cpu_relax();
-    });
-    sequence_check check;
-    std::uint64_t x = 0;
-    while (check.next < small_count) {
-      if (q->pop(x)) {
-        check(x);
-      } else {
-        cpu_relax();
-      }
-    }
-    producer.join();
-    if (!check.ok()) {
-      state.SkipWithError("boost spsc_queue push/pop: the sequence arrived wrong");
-      break;
-    }
-  }
-  report(state, small_count, small_bytes);
+  transfer(
+      state, small_count, small_bytes,
+      [&] {
+        for (std::uint64_t i = 0; i < small_count; ++i) spin_until([&] { return q->push(i); });
+      },
+      [&] {
+        sequence_check check;
+        for (std::uint64_t x = 0; check.next < small_count; check(x)) spin_until([&] { return q->pop(x); });
+        return check.ok();
+      },
+      "boost spsc_queue push/pop: the sequence arrived wrong");
 }
 
 /// One thread, one `std::memcpy` of the same bytes (8 MiB) from a source holding 0, 1, 2, ...
@@ -202,67 +209,70 @@ bool stamped(const ipu::f16* values, int b) {
   return values[0] == stamp_of(b) && values[batch_values - 1] == stamp_of(b) && values[middle] == pattern(middle);
 }
 
+/// The source a producer copies from and the destination a consumer copies into, with the
+/// count of batches received intact.
+template <class Batch>
+struct batch_ends {
+  std::unique_ptr<Batch> source = std::make_unique<Batch>(), destination = std::make_unique<Batch>();
+  int received = 0, intact = 0;
+
+  batch_ends() { fill(data(*source)); }
+  static ipu::f16* data(batch& b) { return b.data(); }
+  static ipu::f16* data(raw_batch& b) { return b.values.data(); }
+  /// Stamps the source with batch `b`'s number.
+  Batch& next_source(int b) {
+    stamp(data(*source), b);
+    return *source;
+  }
+  /// Checks the destination after it received a batch.
+  void received_one() {
+    benchmark::DoNotOptimize(data(*destination));
+    intact += stamped(data(*destination), received++);
+  }
+  /// Whether every batch arrived intact (and resets the counts for the next iteration).
+  bool all_intact() { return std::exchange(received, 0) == batch_count && std::exchange(intact, 0) == batch_count; }
+};
+
+void copy_in(batch& slot, const batch& source) { std::memcpy(slot.data(), source.data(), batch_bytes); }
+
 /// `Channel` (an ipu::channel of batches or an ipu::infeed), blocking, in place: the producer
 /// `emplace`s, memcpy-ing the stamped source batch into the slot, then `close`s; the consumer
 /// `consume`s, memcpy-ing the slot out into the destination batch, and checks it.
 template <class Channel>
 void batch_emplace_consume(benchmark::State& state) {
   Channel c;
-  batch source, destination;
-  fill(source.data());
-  for (auto _ : state) {
-    std::jthread producer([&] {
-      for (int b = 0; b < batch_count; ++b) {
-        stamp(source.data(), b);
-        c.emplace([&](batch& slot) { std::memcpy(slot.data(), source.data(), batch_bytes); });
-      }
-      c.close();
-    });
-    int received = 0, errors = 0;
-    while (c.consume([&](const batch& x) { std::memcpy(destination.data(), x.data(), batch_bytes); })) {
-      benchmark::DoNotOptimize(destination.data());
-      errors += !stamped(destination.data(), received++);
-    }
-    producer.join();
-    c.reset();
-    if (errors != 0 || received != batch_count) {
-      state.SkipWithError("ipu emplace/consume: a batch arrived wrong");
-      break;
-    }
-  }
-  report(state, batch_count, static_cast<std::int64_t>(batch_bytes));
+  batch_ends<batch> ends;
+  transfer(
+      state, batch_count, static_cast<std::int64_t>(batch_bytes),
+      [&] {
+        for (int b = 0; b < batch_count; ++b) c.emplace([&](batch& slot) { copy_in(slot, ends.next_source(b)); });
+        c.close();
+      },
+      [&] {
+        while (c.consume([&](const batch& x) { copy_in(*ends.destination, x); })) ends.received_one();
+        c.reset();
+        return ends.all_intact();
+      },
+      "ipu emplace/consume: a batch arrived wrong");
 }
 
 /// ipu::channel, non-blocking, in place: as `batch_emplace_consume` with `try_emplace` and
 /// `try_consume` retried with `cpu_relax`; the consumer stops after `batch_count` batches.
 void batch_channel_try(benchmark::State& state) {
   ipu::channel<batch, batch_depth> c;
-  batch source, destination;
-  fill(source.data());
-  for (auto _ : state) {
-    std::jthread producer([&] {
-      for (int b = 0; b < batch_count; ++b) {
-        stamp(source.data(), b);
-        while (!c.try_emplace([&](batch& slot) { std::memcpy(slot.data(), source.data(), batch_bytes); }))
-          cpu_relax();
-      }
-    });
-    int received = 0, errors = 0;
-    while (received < batch_count) {
-      if (c.try_consume([&](const batch& x) { std::memcpy(destination.data(), x.data(), batch_bytes); })) {
-        benchmark::DoNotOptimize(destination.data());
-        errors += !stamped(destination.data(), received++);
-      } else {
-        cpu_relax();
-      }
-    }
-    producer.join();
-    if (errors != 0) {
-      state.SkipWithError("ipu::channel try_emplace/try_consume: a batch arrived wrong");
-      break;
-    }
-  }
-  report(state, batch_count, static_cast<std::int64_t>(batch_bytes));
+  batch_ends<batch> ends;
+  transfer(
+      state, batch_count, static_cast<std::int64_t>(batch_bytes),
+      [&] {
+        for (int b = 0; b < batch_count; ++b)
+          spin_until([&] { return c.try_emplace([&](batch& slot) { copy_in(slot, ends.next_source(b)); }); });
+      },
+      [&] {
+        for (int b = 0; b < batch_count; ++b, ends.received_one())
+          spin_until([&] { return c.try_consume([&](const batch& x) { copy_in(*ends.destination, x); }); });
+        return ends.all_intact();
+      },
+      "ipu::channel try_emplace/try_consume: a batch arrived wrong");
 }
 
 /// ipu::channel, blocking, by copy: the producer `push`es the source batch (the slot is
@@ -270,29 +280,19 @@ void batch_channel_try(benchmark::State& state) {
 /// slot): the same two copies as above, through `ipu::tensor`'s assignment.
 void batch_channel_push_pop(benchmark::State& state) {
   ipu::channel<batch, batch_depth> c;
-  batch source, destination;
-  fill(source.data());
-  for (auto _ : state) {
-    std::jthread producer([&] {
-      for (int b = 0; b < batch_count; ++b) {
-        stamp(source.data(), b);
-        c.push(source);
-      }
-      c.close();
-    });
-    int received = 0, errors = 0;
-    while (c.pop(destination)) {
-      benchmark::DoNotOptimize(destination.data());
-      errors += !stamped(destination.data(), received++);
-    }
-    producer.join();
-    c.reset();
-    if (errors != 0 || received != batch_count) {
-      state.SkipWithError("ipu::channel push/pop: a batch arrived wrong");
-      break;
-    }
-  }
-  report(state, batch_count, static_cast<std::int64_t>(batch_bytes));
+  batch_ends<batch> ends;
+  transfer(
+      state, batch_count, static_cast<std::int64_t>(batch_bytes),
+      [&] {
+        for (int b = 0; b < batch_count; ++b) c.push(ends.next_source(b));
+        c.close();
+      },
+      [&] {
+        while (c.pop(*ends.destination)) ends.received_one();
+        c.reset();
+        return ends.all_intact();
+      },
+      "ipu::channel push/pop: a batch arrived wrong");
 }
 
 /// boost::lockfree::spsc_queue of `raw_batch` by value, 8 slots (12.8 MB, so on the heap): the
@@ -302,53 +302,34 @@ void batch_channel_push_pop(benchmark::State& state) {
 void batch_boost(benchmark::State& state) {
   using queue = boost::lockfree::spsc_queue<raw_batch, boost::lockfree::capacity<batch_depth>>;
   const auto q = std::make_unique<queue>();
-  const auto source = std::make_unique<raw_batch>();
-  const auto destination = std::make_unique<raw_batch>();
-  fill(source->values.data());
-  for (auto _ : state) {
-    std::jthread producer([&] {
-      for (int b = 0; b < batch_count; ++b) {
-        stamp(source->values.data(), b);
-        while (!q->push(*source)) cpu_relax();
-      }
-    });
-    int received = 0, errors = 0;
-    while (received < batch_count) {
-      if (q->pop(*destination)) {
-        benchmark::DoNotOptimize(destination->values.data());
-        errors += !stamped(destination->values.data(), received++);
-      } else {
-        cpu_relax();
-      }
-    }
-    producer.join();
-    if (errors != 0) {
-      state.SkipWithError("boost spsc_queue push/pop: a batch arrived wrong");
-      break;
-    }
-  }
-  report(state, batch_count, static_cast<std::int64_t>(batch_bytes));
+  batch_ends<raw_batch> ends;
+  transfer(
+      state, batch_count, static_cast<std::int64_t>(batch_bytes),
+      [&] {
+        for (int b = 0; b < batch_count; ++b) spin_until([&] { return q->push(ends.next_source(b)); });
+      },
+      [&] {
+        for (int b = 0; b < batch_count; ++b, ends.received_one()) spin_until([&] { return q->pop(*ends.destination); });
+        return ends.all_intact();
+      },
+      "boost spsc_queue push/pop: a batch arrived wrong");
 }
 
 /// One thread, the same two copies per batch: the stamped source is memcpy-ed into one of
 /// `batch_depth` middle batches, taken in turn as the queues' slots are (the same memory
 /// footprint), and from there into the destination, which is checked.
 void batch_memcpy_twice(benchmark::State& state) {
-  batch source, destination;
   std::vector<batch> middle(batch_depth);
-  fill(source.data());
+  batch_ends<batch> ends;
   for (auto _ : state) {
-    int errors = 0;
     for (int b = 0; b < batch_count; ++b) {
-      stamp(source.data(), b);
       batch& slot = middle[static_cast<std::size_t>(b) % batch_depth];
-      std::memcpy(slot.data(), source.data(), batch_bytes);
+      copy_in(slot, ends.next_source(b));
       benchmark::DoNotOptimize(slot.data());
-      std::memcpy(destination.data(), slot.data(), batch_bytes);
-      benchmark::DoNotOptimize(destination.data());
-      errors += !stamped(destination.data(), b);
+      copy_in(*ends.destination, slot);
+      ends.received_one();
     }
-    if (errors != 0) {
+    if (!ends.all_intact()) {
       state.SkipWithError("memcpy twice: a batch is wrong");
       break;
     }

@@ -242,3 +242,27 @@ TEST_CASE("run: results equal infer's, batch by batch, for a conv net in both mo
     CHECK(differ == 0);
   }
 }
+
+TEST_CASE("run: a new stream after the end of one needs both channels reset") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 4> in;
+  ipu::outfeed<pool_t> out;
+  in.push(batch(0));
+  in.close();
+  CHECK(engine.run(in, out, 5).end_of_stream);
+  CHECK(out.closed());
+
+  in.reset();  // a new stream, but the outfeed is still closed
+  in.push(batch(1));
+  CHECK_THROWS_WITH(engine.run(in, out, 1), Catch::Contains("reset() both channels"));
+  CHECK(in.cancelled());  // the failed run let go of the stream
+
+  in.reset();
+  out.reset();
+  CHECK(out.empty());
+  in.push(batch(2));
+  CHECK(engine.run(in, out, 1).iterations == 1);
+  const std::vector<pool_out> ys = out.drain();
+  REQUIRE(ys.size() == 1);
+  CHECK(is_result_of(ys[0], 2));
+}

@@ -69,24 +69,25 @@ struct wait_limit {
   enum class kind { no_wait, deadline, forever };
   kind how = kind::forever;
   std::chrono::steady_clock::time_point until{};
-  std::stop_token stop{};
+  const std::stop_token* stop = nullptr;  // the caller's: no reference count touched per element
 
-  static wait_limit none() noexcept { return {kind::no_wait, {}, {}}; }
-  static wait_limit forever(std::stop_token stop = {}) noexcept { return {kind::forever, {}, std::move(stop)}; }
+  static wait_limit none() noexcept { return {kind::no_wait, {}, nullptr}; }
+  static wait_limit forever(const std::stop_token& stop) noexcept { return {kind::forever, {}, &stop}; }
   template <class Clock, class Duration>
   static wait_limit deadline(std::chrono::time_point<Clock, Duration> t) {
     if constexpr (std::same_as<Clock, std::chrono::steady_clock>) {
-      return {kind::deadline, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t), {}};
+      return {kind::deadline, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t), nullptr};
     } else {
       return {kind::deadline,
               std::chrono::steady_clock::now() +
                   std::chrono::ceil<std::chrono::steady_clock::duration>(t - Clock::now()),
-              {}};
+              nullptr};
     }
   }
   template <class Rep, class Period>
   static wait_limit after(std::chrono::duration<Rep, Period> d) {
-    return {kind::deadline, std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(d), {}};
+    return {kind::deadline, std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(d),
+            nullptr};
   }
 };
 
@@ -201,8 +202,9 @@ class channel_core {
     parked.fetch_add(1, std::memory_order_acq_rel);
     if (barrier_) process_barrier();
     const auto done = [&] { return ready() || (state_.load(std::memory_order_acquire) & destroyed); };
-    bool ok = limit.how == wait_limit::kind::forever ? wakeup_.wait(lock, limit.stop, done)
-                                                     : wakeup_.wait_until(lock, limit.stop, limit.until, done);
+    const std::stop_token stop = limit.stop ? *limit.stop : std::stop_token{};
+    bool ok = limit.how == wait_limit::kind::forever ? wakeup_.wait(lock, stop, done)
+                                                     : wakeup_.wait_until(lock, stop, limit.until, done);
     parked.fetch_sub(1, std::memory_order_relaxed);
     leave(lock);
     return ok;
@@ -328,8 +330,8 @@ class channel {
   /// `write` throws, nothing is published. Returns false, without calling `write`, if the
   /// consumer has cancelled or `stop` is requested. Throws `channel_error` after `close()`.
   template <std::invocable<T&> F>
-  bool emplace(F&& write, std::stop_token stop = {}) {
-    return produce(write, detail::wait_limit::forever(std::move(stop)));
+  bool emplace(F&& write, const std::stop_token& stop = {}) {
+    return produce(write, detail::wait_limit::forever(stop));
   }
   template <std::invocable<T&> F>
   bool try_emplace(F&& write) {
@@ -345,8 +347,8 @@ class channel {
   }
 
   /// `emplace` with a copy (or a move) of `value`.
-  bool push(const T& value, std::stop_token stop = {}) { return emplace(copy_from(value), std::move(stop)); }
-  bool push(T&& value, std::stop_token stop = {}) { return emplace(move_from(value), std::move(stop)); }
+  bool push(const T& value, const std::stop_token& stop = {}) { return emplace(copy_from(value), stop); }
+  bool push(T&& value, const std::stop_token& stop = {}) { return emplace(move_from(value), stop); }
   bool try_push(const T& value) { return try_emplace(copy_from(value)); }
   bool try_push(T&& value) { return try_emplace(move_from(value)); }
   template <class Rep, class Period>
@@ -379,8 +381,8 @@ class channel {
   /// rethrows the producer's error once the elements before it are read. If `read` throws,
   /// the element stays in the channel.
   template <std::invocable<const T&> F>
-  bool consume(F&& read, std::stop_token stop = {}) {
-    return take(read, detail::wait_limit::forever(std::move(stop)));
+  bool consume(F&& read, const std::stop_token& stop = {}) {
+    return take(read, detail::wait_limit::forever(stop));
   }
   template <std::invocable<const T&> F>
   bool try_consume(F&& read) {
@@ -396,7 +398,7 @@ class channel {
   }
 
   /// `consume` into `out` (copy-assigned: the slot stays the channel's).
-  bool pop(T& out, std::stop_token stop = {}) { return consume(copy_to(out), std::move(stop)); }
+  bool pop(T& out, const std::stop_token& stop = {}) { return consume(copy_to(out), stop); }
   bool try_pop(T& out) { return try_consume(copy_to(out)); }
   template <class Rep, class Period>
   bool try_pop_for(T& out, std::chrono::duration<Rep, Period> timeout) {

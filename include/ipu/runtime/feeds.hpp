@@ -283,7 +283,9 @@ class outfeed {
     const unsigned state = core_.state();
     if (state & detail::channel_core::destroyed) throw channel_error(detail::channel_core::destroyed_message);
     if (state & (detail::channel_core::closed | detail::channel_core::failed))
-      throw channel_error("ipu::outfeed: a result written after the outfeed was closed");
+      throw channel_error(
+          "ipu::outfeed: a result written after the outfeed was closed (engine::run closes it at the end of the "
+          "infeed's stream; reset() both channels to start a new stream)");
     store_.write(write);
     core_.wake(detail::channel_core::party::consumer);
   }
@@ -303,7 +305,7 @@ class outfeed {
   /// Waits for the next result (`all`) or a result not yet taken (`last`) and moves or copies
   /// it into `out`. False once the outfeed is closed and drained, or if `stop` is requested;
   /// rethrows the error of `abort` once drained.
-  bool pop(value_type& out, std::stop_token stop = {}) { return pop_within(out, detail::wait_limit::forever(std::move(stop))); }
+  bool pop(value_type& out, const std::stop_token& stop = {}) { return pop_within(out, detail::wait_limit::forever(stop)); }
   bool try_pop(value_type& out) { return pop_within(out, detail::wait_limit::none()); }
   template <class Rep, class Period>
   bool try_pop_for(value_type& out, std::chrono::duration<Rep, Period> timeout) {
@@ -397,7 +399,7 @@ concept Feedable = std::assignable_from<T&, Ref> || requires(T& slot, Ref&& valu
 ///   `channel_error`.
 template <class T, std::size_t Capacity, ranges::input_range R>
   requires Feedable<ranges::range_reference_t<R>, T>
-feed_result feed(channel<T, Capacity>& in, R&& range, std::stop_token stop = {}) {
+feed_result feed(channel<T, Capacity>& in, R&& range, const std::stop_token& stop = {}) {
   feed_result result;
   const channel_use use = in.attach();
   try {

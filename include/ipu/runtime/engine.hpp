@@ -124,8 +124,8 @@ class engine {
   ///   batch, closes `out`, and reports the iterations it ran (`end_of_stream`). If the
   ///   infeed is cancelled, it stops likewise without closing `out` (`cancelled`).
   /// - If the producer aborted the infeed (`ipu::feed` does when its range throws), the
-  ///   batches pushed before run, then the producer's exception is rethrown here; `out` is
-  ///   aborted with it.
+  ///   batches pushed before the abort run, then the producer's exception is rethrown here;
+  ///   `out` is aborted with it.
   /// - If a batch fails in the engine, that batch stays in the infeed, the infeed is
   ///   cancelled (releasing a producer waiting to push), `out` is aborted, and the exception
   ///   is rethrown here.

@@ -1,0 +1,184 @@
+// Places the seed's ResNeXt-101 32x4d (f16, 224x224 with 4 channels, available memory
+// proportion 0.3) at a batch too large for one Mk2 over several Mk2s, once by hand with
+// ipu::on<> and once with ipu::auto_shard, and prints each IPU's memory from the compile-time
+// plan. Nothing runs: the plans are constants and the static_asserts below are the proof.
+//
+// Batch 34 is the smallest batch that does not fit one Mk2; batch 33 still does (576,352 bytes
+// on its fullest tile, in stage2). At 34, stage4.block1.shortcut.conv1 needs 783,072 bytes on
+// tile 1, 144,096 more than a tile's 638,976: the transients of its fullest tile (552,960 bytes
+// of weight blocks and input windows received, 512 of partial sums) are far over the 0.3 bound
+// of 191,692, and no split of the layer meets the bound.
+//
+// By hand, two IPUs are enough: with the cut between stage3 and stage4, IPU 1 holds only stage4
+// and the classifier, so the weights and code that share tile 1 with that conv shrink from
+// 210,656 to 55,544 bytes. auto_shard needs three: it accepts a split only if an upper bound of
+// every IPU's tiles (each term at its fullest tile) fits, and by that bound no split of the
+// blocks over two IPUs does. With three it minimises the largest IPU's estimated cycles among
+// the splits that bound allows.
+#include <ipu/ipu.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+namespace nn = ipu::nn;
+
+namespace {
+
+constexpr int batch = 34;
+constexpr ipu::options opts{.available_memory_proportion = {3, 10}};  // 0.3, as the seed sets it
+
+template <int Batch>
+using resnext101 = ipu::models::resnext101_32x4d<ipu::f16, Batch, /*in channels*/ 4>;
+using model_t = resnext101<batch>;
+
+static_assert(!ipu::fits_v<model_t, ipu::mk2, opts>);
+static_assert(ipu::fits_v<resnext101<batch - 1>, ipu::mk2, opts>);
+
+// The zoo's network spelled out, because placement goes inside it. The grouped 3x3 conv is the
+// ResNeXt part: 32 groups, stride on the 3x3 as torchvision does.
+template <int Width, int Out, int Stride>
+constexpr auto bottleneck = nn::conv<Width, 1> | nn::batch_norm | nn::relu
+                          | nn::conv<Width, 3, Stride, /*groups*/ 32> | nn::batch_norm | nn::relu
+                          | nn::conv<Out, 1> | nn::batch_norm;
+template <int Width, int Out, int Stride>
+constexpr auto first_block = nn::residual(bottleneck<Width, Out, Stride>, nn::conv<Out, 1, Stride> | nn::batch_norm)
+                           | nn::relu;
+template <int Width, int Out>
+constexpr auto block = nn::residual(bottleneck<Width, Out, 1>) | nn::relu;
+
+constexpr auto by_hand = ipu::input<ipu::f16, batch, 224, 224, 4>                                        // N, H, W, C
+    | ipu::on<0>(nn::scope<"stem">(nn::conv<64, 7, 2> | nn::batch_norm | nn::relu | nn::max_pool<3, 2>)
+                 | nn::scope<"stage1">(first_block<128, 256, 1> | nn::repeat<2>(block<128, 256>))       // 56x56
+                 | nn::scope<"stage2">(first_block<256, 512, 2> | nn::repeat<3>(block<256, 512>))       // 28x28
+                 | nn::scope<"stage3">(first_block<512, 1024, 2> | nn::repeat<22>(block<512, 1024>)))   // 14x14
+    | ipu::on<1>(nn::scope<"stage4">(first_block<1024, 2048, 2> | nn::repeat<2>(block<1024, 2048>))    // 7x7
+                 | nn::global_avg_pool | nn::dense<1000>);
+using by_hand_t = decltype(by_hand);
+using two_mk2 = ipu::system<ipu::mk2, 2>;
+
+using three_mk2 = ipu::system<ipu::mk2, 3>;
+using auto_sharded_t = ipu::auto_shard<model_t, three_mk2>;
+
+// Same layers, paths and shapes as the zoo's, so the two placements are of one network.
+template <class A, class B>
+constexpr bool same_network = [] {
+  if constexpr (ipu::node_count_v<A> != ipu::node_count_v<B>) {
+    return false;
+  } else {
+    const auto& a = ipu::node_table_v<A>;
+    const auto& b = ipu::node_table_v<B>;
+    for (std::size_t j = 0; j < a.size(); ++j)
+      if (a[j].kind != b[j].kind || !(a[j].path == b[j].path) || !(a[j].out == b[j].out)) return false;
+    return true;
+  }
+}();
+static_assert(same_network<by_hand_t, model_t>);
+static_assert(ipu::param_count_v<by_hand_t> == ipu::param_count_v<model_t>);
+static_assert(ipu::mac_count_v<by_hand_t> == ipu::mac_count_v<model_t>);
+
+static_assert(ipu::require_fit<by_hand_t, two_mk2, opts>);
+static_assert(ipu::require_fit<auto_sharded_t, three_mk2, opts>);
+
+std::string grouped(std::int64_t v) {
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out = v < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string percent(std::int64_t part, std::int64_t whole) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << 100.0 * static_cast<double>(part) / static_cast<double>(whole) << '%';
+  return s.str();
+}
+
+// The node ranges an IPU runs, "first .. last", comma-separated when not contiguous.
+template <class Plan>
+std::string layers_on(const Plan& p, int ipu) {
+  std::string out;
+  for (int j = 0; j < static_cast<int>(Plan::size); ++j) {
+    if (p.at(j).ipu != ipu || (j > 0 && p.at(j - 1).ipu == ipu)) continue;
+    int last = j;
+    while (last + 1 < static_cast<int>(Plan::size) && p.at(last + 1).ipu == ipu) ++last;
+    if (!out.empty()) out += ", ";
+    out.append(p.at(j).path.view()).append(" .. ").append(p.at(last).path.view());
+  }
+  return out;
+}
+
+template <class G, class Target>
+void print_placement(std::ostream& os, const char* title) {
+  const auto& p = ipu::plan_v<G, Target, opts>;
+  os << title << ": " << (p.fits ? "fits" : "does not fit") << '\n'
+     << "  " << std::left << std::setw(4) << "IPU" << std::setw(36) << "layers" << std::right << std::setw(6) << "nodes"
+     << std::setw(6) << "tile" << std::setw(12) << "peak bytes" << std::setw(7) << "used" << "  " << std::left
+     << std::setw(30) << "layer at peak" << std::right << std::setw(14) << "IPU bytes" << std::setw(7) << "used"
+     << std::setw(13) << "est. cycles" << '\n';
+  for (int i = 0; i < Target::ipus; ++i) {
+    const ipu::ipu_memory& m = p.ipus[static_cast<std::size_t>(i)];
+    os << "  " << std::left << std::setw(4) << i << std::setw(36) << layers_on(p, i) << std::right << std::setw(6)
+       << m.nodes << std::setw(6) << m.peak_tile << std::setw(12) << grouped(m.peak) << std::setw(7)
+       << percent(m.peak, m.capacity) << "  " << std::left << std::setw(30)
+       << (m.peak_step >= 0 ? p.at(m.peak_step).path.view() : "-") << std::right << std::setw(14)
+       << grouped(m.totals.total()) << std::setw(7)
+       << percent(m.totals.total(), p.chip.bytes_per_ipu()) << std::setw(13) << grouped(m.cycles) << '\n';
+  }
+}
+
+void print_report(std::ostream& os) {
+  const ipu::chip_spec& chip = ipu::mk2::chip;
+  const auto& one = ipu::plan_v<model_t, ipu::mk2, opts>;
+  const ipu::ipu_memory& m = one.ipus[0];
+  const ipu::node_plan& layer = one.plan_of(m.peak_step);
+  const ipu::ratio amp = opts.available_memory_proportion;
+
+  os << "ResNeXt-101 32x4d, f16, batch " << batch << " of 224x224x4 images, available memory proportion " << amp.num
+     << '/' << amp.den << "\nmk2: " << grouped(chip.tiles) << " tiles x " << grouped(chip.bytes_per_tile)
+     << " bytes = " << grouped(chip.bytes_per_ipu()) << " bytes per IPU\n\n";
+
+  os << "one mk2: does not fit; batch " << batch << " is the smallest that does not (batch " << batch - 1
+     << " fits)\n"
+     << "  tile " << m.peak_tile << " needs " << grouped(m.peak) << " of " << grouped(m.capacity) << " bytes ("
+     << grouped(m.peak - m.capacity) << " over) during " << one.at(m.peak_step).path << '\n'
+     << "  weights " << grouped(m.at_peak.weights) << "  code " << grouped(m.at_peak.code) << "  activations "
+     << grouped(m.at_peak.activations) << "  temporaries " << grouped(m.at_peak.temporaries) << "  exchange "
+     << grouped(m.at_peak.exchange) << '\n'
+     << "  the layer's transients on its fullest tile, " << grouped(layer.transient_max.total())
+     << " bytes, exceed the " << amp.num << '/' << amp.den << " bound of " << grouped(layer.transient_bound)
+     << (layer.over_bound ? "; no split meets it" : "") << "\n\n";
+
+  print_placement<by_hand_t, two_mk2>(os, "by hand, ipu::on<0> and ipu::on<1> over system<mk2, 2>");
+  os << '\n';
+  print_placement<auto_sharded_t, three_mk2>(os, "ipu::auto_shard over system<mk2, 3>");
+  os << "\ntile: the IPU's fullest tile. IPU bytes: weights and code summed over the tiles, plus activations,\n"
+        "temporaries and exchange at their largest step. auto_shard needs a third IPU: it splits only where\n"
+        "an upper bound of every tile fits, and by that bound no split over two IPUs does.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << "usage: sharded_inference\n"
+                   "Shows that ResNeXt-101 32x4d (f16, 224x224x4) at batch "
+                << batch
+                << " does not fit one Mk2 IPU, then places it\n"
+                   "over two Mk2s by hand (ipu::on<>) and over three with ipu::auto_shard, and prints each IPU's\n"
+                   "memory from the plan computed at compile time. Nothing is run. The batch size is part of\n"
+                   "the graph's type, so it is fixed when the program is compiled.\n";
+      return 0;
+    }
+    std::cerr << "sharded_inference: unknown argument '" << argv[i] << "' (try --help)\n";
+    return 2;
+  }
+  print_report(std::cout);
+}

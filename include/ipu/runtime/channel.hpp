@@ -47,6 +47,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+/// 1 when channels use `membarrier(2)` for their wake-up handshake (Linux, unless
+/// `IPU_NO_MEMBARRIER` is defined), else 0.
 #if defined(__linux__) && !defined(IPU_NO_MEMBARRIER) && defined(__NR_membarrier)
 #define IPU_HAS_MEMBARRIER 1
 #else
@@ -295,7 +297,9 @@ class channel_core {
 /// next call throw `channel_error`. Movable, not copyable.
 class channel_use {
  public:
+  /// Attaches to `core`; throws `channel_error` if its channel is being destroyed.
   explicit channel_use(detail::channel_core& core) : core_(&core) { core.enter(); }
+  /// Takes over `other`'s attachment.
   channel_use(channel_use&& other) noexcept : core_(std::exchange(other.core_, nullptr)) {}
   channel_use& operator=(channel_use&&) = delete;
   channel_use(const channel_use&) = delete;
@@ -313,8 +317,8 @@ template <class T, std::size_t Capacity>
   requires(Capacity > 0 && std::default_initializable<T> && std::copyable<T>)
 class channel {
  public:
-  using value_type = T;
-  static constexpr std::size_t capacity = Capacity;
+  using value_type = T;                              ///< the elements
+  static constexpr std::size_t capacity = Capacity;  ///< the slots
 
   /// Allocates the `Capacity` slots, each a value-initialised `T`.
   channel() : slots_(std::make_unique<T[]>(Capacity)) {}
@@ -333,14 +337,17 @@ class channel {
   bool emplace(F&& write, const std::stop_token& stop = {}) {
     return produce(write, detail::wait_limit::forever(stop));
   }
+  /// `emplace` if a slot is free now; false if none is (or the consumer has cancelled).
   template <std::invocable<T&> F>
   bool try_emplace(F&& write) {
     return produce(write, detail::wait_limit::none());
   }
+  /// `emplace`, waiting at most `timeout` for a free slot; false if none came.
   template <std::invocable<T&> F, class Rep, class Period>
   bool try_emplace_for(F&& write, std::chrono::duration<Rep, Period> timeout) {
     return produce(write, detail::wait_limit::after(timeout));
   }
+  /// `emplace`, waiting until `deadline` at most for a free slot; false if none came.
   template <std::invocable<T&> F, class Clock, class Duration>
   bool try_emplace_until(F&& write, std::chrono::time_point<Clock, Duration> deadline) {
     return produce(write, detail::wait_limit::deadline(deadline));
@@ -348,17 +355,23 @@ class channel {
 
   /// `emplace` with a copy (or a move) of `value`.
   bool push(const T& value, const std::stop_token& stop = {}) { return emplace(copy_from(value), stop); }
+  /// `emplace` with `value` moved in.
   bool push(T&& value, const std::stop_token& stop = {}) { return emplace(move_from(value), stop); }
+  /// `try_emplace` with a copy of `value`.
   bool try_push(const T& value) { return try_emplace(copy_from(value)); }
+  /// `try_emplace` with `value` moved in (left as it was if no slot is free).
   bool try_push(T&& value) { return try_emplace(move_from(value)); }
+  /// `try_emplace_for` with a copy of `value`.
   template <class Rep, class Period>
   bool try_push_for(const T& value, std::chrono::duration<Rep, Period> timeout) {
     return try_emplace_for(copy_from(value), timeout);
   }
+  /// `try_emplace_for` with `value` moved in (left as it was if no slot came).
   template <class Rep, class Period>
   bool try_push_for(T&& value, std::chrono::duration<Rep, Period> timeout) {
     return try_emplace_for(move_from(value), timeout);
   }
+  /// `try_emplace_until` with a copy of `value`.
   template <class Clock, class Duration>
   bool try_push_until(const T& value, std::chrono::time_point<Clock, Duration> deadline) {
     return try_emplace_until(copy_from(value), deadline);
@@ -384,14 +397,17 @@ class channel {
   bool consume(F&& read, const std::stop_token& stop = {}) {
     return take(read, detail::wait_limit::forever(stop));
   }
+  /// `consume` if an element is there now; false if none is (or the stream has ended).
   template <std::invocable<const T&> F>
   bool try_consume(F&& read) {
     return take(read, detail::wait_limit::none());
   }
+  /// `consume`, waiting at most `timeout` for an element; false if none came.
   template <std::invocable<const T&> F, class Rep, class Period>
   bool try_consume_for(F&& read, std::chrono::duration<Rep, Period> timeout) {
     return take(read, detail::wait_limit::after(timeout));
   }
+  /// `consume`, waiting until `deadline` at most for an element; false if none came.
   template <std::invocable<const T&> F, class Clock, class Duration>
   bool try_consume_until(F&& read, std::chrono::time_point<Clock, Duration> deadline) {
     return take(read, detail::wait_limit::deadline(deadline));
@@ -399,11 +415,14 @@ class channel {
 
   /// `consume` into `out` (copy-assigned: the slot stays the channel's).
   bool pop(T& out, const std::stop_token& stop = {}) { return consume(copy_to(out), stop); }
+  /// `try_consume` into `out`.
   bool try_pop(T& out) { return try_consume(copy_to(out)); }
+  /// `try_consume_for` into `out`.
   template <class Rep, class Period>
   bool try_pop_for(T& out, std::chrono::duration<Rep, Period> timeout) {
     return try_consume_for(copy_to(out), timeout);
   }
+  /// `try_consume_until` into `out`.
   template <class Clock, class Duration>
   bool try_pop_until(T& out, std::chrono::time_point<Clock, Duration> deadline) {
     return try_consume_until(copy_to(out), deadline);
@@ -420,9 +439,11 @@ class channel {
     const std::uint64_t popped = head_.load(std::memory_order_acquire);
     return static_cast<std::size_t>(tail_.load(std::memory_order_acquire) - popped);
   }
+  /// `size() == 0`.
   bool empty() const noexcept { return size() == 0; }
-  /// Elements pushed and consumed since construction or `reset()`.
+  /// Elements pushed since construction or `reset()`.
   std::uint64_t pushed() const noexcept { return tail_.load(std::memory_order_acquire); }
+  /// Elements consumed since construction or `reset()`.
   std::uint64_t popped() const noexcept { return head_.load(std::memory_order_acquire); }
   /// The producer has called `close()` or `abort()`.
   bool closed() const noexcept { return core_.state() & (detail::channel_core::closed | detail::channel_core::failed); }

@@ -54,9 +54,11 @@ struct run_stats {
   double infeed_wait_seconds = 0;    ///< time the run waited for the producer
   double simulated_seconds = 0;      ///< the cycle model's time for `iterations` batches
 
+  /// Measured throughput: images run per wall-clock second.
   double images_per_second() const noexcept {
     return seconds > 0 ? static_cast<double>(iterations * batch_size) / seconds : 0;
   }
+  /// The cycle model's throughput for the same batches.
   double simulated_images_per_second() const noexcept {
     return simulated_seconds > 0 ? static_cast<double>(iterations * batch_size) / simulated_seconds : 0;
   }
@@ -74,22 +76,25 @@ struct run_stats {
 
 /// How an engine runs.
 struct engine_config {
-  execution_mode mode = execution_mode::fast;
+  execution_mode mode = execution_mode::fast;  ///< fast (host tensors) or faithful (tile images)
   unsigned threads = 0;  ///< host threads; 0: one per hardware thread
 };
 
+/// Runs graph `G` as its plan on `Tgt` with `Opts` lays it out (see the file comment): one
+/// batch with `infer`, or many from an infeed into an outfeed with `run`. Requires the plan
+/// to fit: a graph that does not fit is a compile error.
 template <Graph G, Target Tgt, options Opts = options{}>
 class engine {
   static_assert(require_fit<G, Tgt, Opts>, "ipu::engine: the graph does not fit the target");
 
  public:
-  using graph_type = std::remove_cvref_t<G>;
-  using element_type = element_type_t<G>;
-  using partial_type = std::conditional_t<Opts.partials == dtype::f16, f16, f32>;
-  using input_type = input_tensor_t<G>;
-  using output_type = output_tensor_t<G>;
-  using target_type = Tgt;
-  static constexpr options opts = Opts;
+  using graph_type = std::remove_cvref_t<G>;                                      ///< `G`
+  using element_type = element_type_t<G>;                                         ///< `f32` or `f16`
+  using partial_type = std::conditional_t<Opts.partials == dtype::f16, f16, f32>;  ///< sums' type
+  using input_type = input_tensor_t<G>;                                           ///< one batch in
+  using output_type = output_tensor_t<G>;                                         ///< one batch out
+  using target_type = Tgt;                                                        ///< the target
+  static constexpr options opts = Opts;                                           ///< the plan's options
 
   /// Checks `w` (finite values, batch-norm variance), folds batch norm into a scale and a
   /// shift, rounds the weights to the element type and lays them out. Throws `weight_error`
@@ -173,7 +178,9 @@ class engine {
 
   /// The cycle model, with the host time of the batches run so far.
   const ipu::profile& profile() const noexcept { return profile_; }
+  /// The mode the engine runs in.
   execution_mode mode() const noexcept { return executor_.mode(); }
+  /// The host threads the engine runs on.
   unsigned threads() const noexcept { return executor_.threads(); }
 
   /// Faithful mode: the bytes `tile` of `ipu` held by category while `step` (a node index of

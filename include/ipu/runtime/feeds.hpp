@@ -240,8 +240,8 @@ class latest_result {
 template <Graph G, int Depth = 1>
 class infeed : public channel<input_tensor_t<G>, detail::checked_prefetch_depth<Depth, input_tensor_t<G>::bytes>()> {
  public:
-  using graph_type = std::remove_cvref_t<G>;
-  static constexpr int prefetch_depth = Depth;
+  using graph_type = std::remove_cvref_t<G>;   ///< `G`
+  static constexpr int prefetch_depth = Depth;  ///< the slots, as TensorFlow's `prefetch_depth`
 };
 
 /// What an outfeed keeps, as TensorFlow's `IPUOutfeedMode`.
@@ -264,9 +264,9 @@ class outfeed {
   static_assert(detail::checked_outfeed_element<output_tensor_t<G>::bytes>());
 
  public:
-  using graph_type = std::remove_cvref_t<G>;
-  using value_type = output_tensor_t<G>;
-  static constexpr outfeed_mode mode = Mode;
+  using graph_type = std::remove_cvref_t<G>;   ///< `G`
+  using value_type = output_tensor_t<G>;       ///< a result: `ipu::output_tensor_t<G>`
+  static constexpr outfeed_mode mode = Mode;   ///< what the outfeed keeps
 
   outfeed() = default;
   outfeed(const outfeed&) = delete;
@@ -289,6 +289,7 @@ class outfeed {
     store_.write(write);
     core_.wake(detail::channel_core::party::consumer);
   }
+  /// `emplace` with a copy of `value`.
   void push(const value_type& value) {
     emplace([&](value_type& slot) { slot = value; });
   }
@@ -306,11 +307,14 @@ class outfeed {
   /// it into `out`. False once the outfeed is closed and drained, or if `stop` is requested;
   /// rethrows the error of `abort` once drained.
   bool pop(value_type& out, const std::stop_token& stop = {}) { return pop_within(out, detail::wait_limit::forever(stop)); }
+  /// `pop` if a result is there now; false if none is.
   bool try_pop(value_type& out) { return pop_within(out, detail::wait_limit::none()); }
+  /// `pop`, waiting at most `timeout`; false if no result came.
   template <class Rep, class Period>
   bool try_pop_for(value_type& out, std::chrono::duration<Rep, Period> timeout) {
     return pop_within(out, detail::wait_limit::after(timeout));
   }
+  /// `pop`, waiting until `deadline` at most; false if no result came.
   template <class Clock, class Duration>
   bool try_pop_until(value_type& out, std::chrono::time_point<Clock, Duration> deadline) {
     return pop_within(out, detail::wait_limit::deadline(deadline));
@@ -328,9 +332,11 @@ class outfeed {
 
   /// Results available to the consumer now.
   std::size_t size() const noexcept { return store_.available(); }
+  /// `size() == 0`.
   bool empty() const noexcept { return size() == 0; }
   /// Results written since construction or `reset()`.
   std::uint64_t pushed() const noexcept { return store_.written(); }
+  /// The outfeed was closed or aborted.
   bool closed() const noexcept { return core_.state() & (detail::channel_core::closed | detail::channel_core::failed); }
 
   /// See `channel::attach`.
@@ -375,9 +381,10 @@ enum class feed_end {
   failed,     ///< the range (or an element's conversion) threw; the infeed is aborted with it
 };
 
+/// What `ipu::feed` did.
 struct feed_result {
-  std::uint64_t pushed = 0;  ///< elements pushed by this call
-  feed_end end = feed_end::closed;
+  std::uint64_t pushed = 0;         ///< elements pushed by this call
+  feed_end end = feed_end::closed;  ///< how it ended
 };
 
 /// Elements `feed` can push into a channel of `T`: a `T`, anything assignable to one, or a

@@ -149,6 +149,13 @@ class channel_core {
   channel_core& operator=(const channel_core&) = delete;
 
   unsigned state() const noexcept { return state_.load(std::memory_order_acquire); }
+  /// `state()` for a call about to use the channel: throws `channel_error` if it is being
+  /// destroyed.
+  unsigned usable_state() const {
+    const unsigned s = state();
+    if (s & destroyed) throw channel_error(destroyed_message);
+    return s;
+  }
 
   /// Sets `bit`, with the producer's `error` for `failed`; wakes every waiting side.
   void set(state_bit bit, std::exception_ptr error = nullptr) {
@@ -476,10 +483,6 @@ class channel {
     return [&out](const T& element) { out = element; };
   }
 
-  void check_usable(unsigned state) const {
-    if (state & detail::channel_core::destroyed) throw channel_error(detail::channel_core::destroyed_message);
-  }
-
   using party = detail::channel_core::party;
 
   template <class F>
@@ -487,8 +490,7 @@ class channel {
     using core = detail::channel_core;
     const std::uint64_t tail = tail_mine_;
     for (;;) {
-      const unsigned state = core_.state();
-      check_usable(state);
+      const unsigned state = core_.usable_state();
       if (state & (core::closed | core::failed))
         throw channel_error("ipu::channel: push after the producer closed the channel");
       if (state & core::cancelled) return false;
@@ -513,8 +515,7 @@ class channel {
     using core = detail::channel_core;
     const std::uint64_t head = head_mine_;
     for (;;) {
-      const unsigned state = core_.state();
-      check_usable(state);
+      const unsigned state = core_.usable_state();
       if (state & core::cancelled) return false;
       if (head != tail_seen_) break;
       tail_seen_ = tail_.load(std::memory_order_acquire);

@@ -200,15 +200,13 @@ class latest_result {
   /// Copies the latest result into `out` (the buffers stay the outfeed's); false if the
   /// consumer has already taken it.
   bool take(T& out) {
-    if (!available()) return false;
-    front_ = middle_.exchange(front_, std::memory_order_acq_rel) & index_mask;
+    if (!take_front()) return false;
     out = buffers_[front_];
     return true;
   }
   /// Moves the latest result, if not yet taken, into `out`; the front buffer gets a new `T`.
   void take_all(std::vector<T>& out) {
-    if (!available()) return;
-    front_ = middle_.exchange(front_, std::memory_order_acq_rel) & index_mask;
+    if (!take_front()) return;
     out.emplace_back();
     using std::swap;
     swap(out.back(), buffers_[front_]);
@@ -223,6 +221,13 @@ class latest_result {
   }
 
  private:
+  /// Swaps the middle buffer to the front if the producer has written it since the last take.
+  bool take_front() noexcept {
+    if (!available()) return false;
+    front_ = middle_.exchange(front_, std::memory_order_acq_rel) & index_mask;
+    return true;
+  }
+
   std::array<T, 3> buffers_{};
   alignas(false_sharing_bytes) std::atomic<unsigned> middle_{1};  // buffer index | fresh
   alignas(false_sharing_bytes) unsigned back_ = 0;               // the producer's
@@ -280,8 +285,7 @@ class outfeed {
   /// Throws `channel_error` after `close()` or `abort()`.
   template <std::invocable<value_type&> F>
   void emplace(F&& write) {
-    const unsigned state = core_.state();
-    if (state & detail::channel_core::destroyed) throw channel_error(detail::channel_core::destroyed_message);
+    const unsigned state = core_.usable_state();
     if (state & (detail::channel_core::closed | detail::channel_core::failed))
       throw channel_error(
           "ipu::outfeed: a result written after the outfeed was closed (engine::run closes it at the end of the "
@@ -353,8 +357,7 @@ class outfeed {
   bool pop_within(value_type& out, const detail::wait_limit& limit) {
     using core = detail::channel_core;
     for (;;) {
-      const unsigned state = core_.state();
-      if (state & core::destroyed) throw channel_error(core::destroyed_message);
+      const unsigned state = core_.usable_state();
       if (store_.take(out)) return true;
       if (state & (core::closed | core::failed)) {  // read before take(): nothing came after
         if (state & core::failed) std::rethrow_exception(core_.error());

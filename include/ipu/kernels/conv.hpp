@@ -4,11 +4,13 @@
 /// one block of output channels at a time.
 ///
 /// Every output is the sum of its products in one fixed order — kernel row, kernel column,
-/// input channel — accumulated in `Acc` (f32 partials by default, f16 when the options say
-/// so), then the bias added and the result rounded to `T`. The order does not depend on how
+/// input channel — each product added by one `madd` (fused when the target has FMA) into `Acc`
+/// (f32 partials by default, f16 when the options say so), then the bias added and the result
+/// rounded to `T`. `packed_conv` computes the same sums with vector instructions. The order does not depend on how
 /// positions are grouped into calls, which is what keeps the faithful and fast executors
 /// bit-identical whatever the tiles, work items or host threads.
 
+#include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
 
 #include <algorithm>
@@ -16,21 +18,21 @@
 
 namespace ipu::kernels {
 
-/// `acc + x` in the partials type.
+/// `acc + x * w` in the partials type: one `madd` (see `simd.hpp`), rounded to `Acc`.
 template <class Acc>
-inline Acc accumulate(Acc acc, float x) noexcept {
-  return static_cast<Acc>(widen(acc) + x);
+inline Acc accumulate(Acc acc, float x, float w) noexcept {
+  return static_cast<Acc>(madd(x, w, widen(acc)));
 }
 template <>
-inline float accumulate<float>(float acc, float x) noexcept {
-  return acc + x;
+inline float accumulate<float>(float acc, float x, float w) noexcept {
+  return madd(x, w, acc);
 }
 
 namespace detail {
 /// Adds `x * w[co]` to `acc[co]` for `co < channels`.
 template <class Acc, class W>
 inline void axpy(Acc* __restrict acc, float x, const W* __restrict w, std::int64_t channels) noexcept {
-  for (std::int64_t co = 0; co < channels; ++co) acc[co] = accumulate(acc[co], x * widen(w[co]));
+  for (std::int64_t co = 0; co < channels; ++co) acc[co] = accumulate(acc[co], x, widen(w[co]));
 }
 
 /// Rounds `acc` (plus `bias`) to `T` into `out`.
@@ -62,10 +64,10 @@ void conv_pointwise(const window_geometry& g, image_view<T> in, weight_view<W> w
       const W* __restrict wr = w.row(0, 0, 1, ci);
       for (std::int64_t co = 0; co < channels; ++co) {
         const float wv = widen(wr[co]);
-        a0[co] = accumulate(a0[co], v0 * wv);
-        a1[co] = accumulate(a1[co], v1 * wv);
-        a2[co] = accumulate(a2[co], v2 * wv);
-        a3[co] = accumulate(a3[co], v3 * wv);
+        a0[co] = accumulate(a0[co], v0, wv);
+        a1[co] = accumulate(a1[co], v1, wv);
+        a2[co] = accumulate(a2[co], v2, wv);
+        a3[co] = accumulate(a3[co], v3, wv);
       }
     }
   }

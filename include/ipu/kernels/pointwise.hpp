@@ -3,6 +3,7 @@
 /// Element-wise kernels on runs of elements: ReLU, the residual add, and batch norm folded
 /// into a per-channel scale and shift. Arithmetic in f32, results rounded to `T`.
 
+#include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
 
 #include <cmath>
@@ -22,11 +23,11 @@ void add(const T* a, const T* b, T* y, std::int64_t n) noexcept {
   for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(widen(a[i]) + widen(b[i]));
 }
 
-/// Batch norm folded for inference: `y[i] = x[i] * scale[i] + shift[i]` for `n` consecutive
+/// Batch norm folded for inference: `y[i] = madd(x[i], scale[i], shift[i])` for `n` consecutive
 /// channels (`scale` and `shift` point at the first one).
 template <class T, class W>
 void affine(const T* x, T* y, std::int64_t n, const W* scale, const W* shift) noexcept {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(widen(x[i]) * widen(scale[i]) + widen(shift[i]));
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(madd(widen(x[i]), widen(scale[i]), widen(shift[i])));
 }
 
 /// Folds batch-norm statistics into the scale and shift `affine` applies:

@@ -3,6 +3,7 @@
 /// Reductions over windows and rows: max and average pooling (SAME padding; the average
 /// counts only cells inside the image, as TensorFlow's), global average pooling and softmax.
 
+#include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
 
 #include <algorithm>
@@ -34,12 +35,48 @@ void pool(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64
   }
 }
 
+/// Positions `[begin, end)` (over all images) of an NHWC pooling, every channel, into
+/// `out[(p - begin) * channels + c]`: the values of `pool`, computed a vector of channels at
+/// a time (the taps in the same order, so the same sums).
+template <class T>
+void pool_positions(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64_t channels,
+                    std::int64_t begin, std::int64_t end, T* out) noexcept {
+  using simd::vec;
+  for (std::int64_t p = begin; p < end; ++p)
+    for (std::int64_t c = 0; c < channels; c += vec::width) {
+      const int n = static_cast<int>(std::min<std::int64_t>(vec::width, channels - c));
+      vec best = simd::splat(-std::numeric_limits<float>::infinity()), sum = simd::zero();
+      int count = 0;
+      for_each_tap(g, in, p, [&](std::int64_t, std::int64_t, const T* pixel) {
+        const vec v = simd::load_widened(pixel + c, n);
+        best = simd::max(v, best);
+        sum = simd::add(sum, v);
+        ++count;
+      });
+      const vec result = kind == pool_kind::max ? best : simd::div(sum, simd::splat(static_cast<float>(count)));
+      simd::store_rounded(out + (p - begin) * channels + c, result, n);
+    }
+}
+
 /// The mean of `count` values `x[0], x[stride], ...`, summed in order.
 template <class T>
 T mean(const T* x, std::int64_t stride, std::int64_t count) noexcept {
   float sum = 0;
   for (std::int64_t k = 0; k < count; ++k) sum += widen(x[k * stride]);
   return static_cast<T>(sum / static_cast<float>(count));
+}
+
+/// `out[c] = mean(x, channels, count)` offset by channel `c`, for `c < channels`: the means
+/// of `count` pixels of `channels` channels, a vector of channels at a time.
+template <class T>
+void mean_pixels(const T* x, std::int64_t channels, std::int64_t count, T* out) noexcept {
+  using simd::vec;
+  for (std::int64_t c = 0; c < channels; c += vec::width) {
+    const int n = static_cast<int>(std::min<std::int64_t>(vec::width, channels - c));
+    vec sum = simd::zero();
+    for (std::int64_t k = 0; k < count; ++k) sum = simd::add(sum, simd::load_widened(x + k * channels + c, n));
+    simd::store_rounded(out + c, simd::div(sum, simd::splat(static_cast<float>(count))), n);
+  }
 }
 
 /// Softmax of one row of `channels` values; writes channels `[begin, end)` into

@@ -16,13 +16,17 @@
 /// copy between tile images; a vertex is handed only pointers into its own tile, checked.
 ///
 /// **Fast mode.** The same steps over whole host tensors (NHWC), the step's work cut into
-/// host-sized items that the threads take in turn; exchange is only accounted for. Each output
-/// is computed by the same kernel with the same arithmetic in both modes, so the outputs are
-/// bit-identical to each other and independent of the number of threads.
+/// host-sized items that the threads take in turn; exchange is only accounted for.
+/// Convolutions and dense layers run `kernels::packed_conv` (weights packed once, here), with
+/// the batch norm, residual add and ReLU that follow a convolution fused into its epilogue when
+/// nothing else reads the intermediate tensors: those steps then do nothing of their own. Each
+/// output gets the same arithmetic in both modes, each fused step rounded as its own step
+/// rounds, so the outputs are bit-identical to each other and independent of the threads.
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/kernels/conv.hpp>
+#include <ipu/kernels/packed_conv.hpp>
 #include <ipu/kernels/pointwise.hpp>
 #include <ipu/kernels/pool.hpp>
 #include <ipu/kernels/views.hpp>
@@ -34,6 +38,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -167,10 +172,14 @@ class executor {
   // ---- shared ------------------------------------------------------------------------
 
   struct packed_params {
-    std::vector<float> kernel;  // fast mode: conv/dense kernels block-major [b][kh][kw][ci][bc]
+    std::vector<float> kernel;  // fast mode, f16 partials: conv/dense kernels block-major [b][kh][kw][ci][bc]
+    kernels::packed_conv<T> conv;  // fast mode, f32 partials
     std::vector<float> bias, scale, shift;
     std::vector<std::vector<T>> device;  // faithful mode: each tensor as the tiles store it
   };
+
+  /// Fast mode: partials in f32, so convolutions run `packed_conv`.
+  static constexpr bool packed = std::same_as<Acc, float>;
 
   static std::int64_t div_up(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
   static float round_to_t(float x) noexcept { return kernels::widen(static_cast<T>(x)); }
@@ -196,7 +205,13 @@ class executor {
         }
         continue;
       }
-      if (n.kind == op::conv || n.kind == op::dense) {
+      if ((n.kind == op::conv || n.kind == op::dense) && packed) {
+        std::vector<float> kernel(src[0].size());
+        std::transform(src[0].begin(), src[0].end(), kernel.begin(), round_to_t);
+        q.conv = kernels::packed_conv<T>(conv_shape_of(n), kernel);
+        if (n.kind == op::dense)
+          for (float x : src[1]) q.bias.push_back(round_to_t(x));
+      } else if (n.kind == op::conv || n.kind == op::dense) {
         const std::int64_t rows = p.step.kernel * p.step.kernel * p.step.in_channels, bc = p.step.block_channels;
         const std::int64_t out = n.out.channels();
         q.kernel.resize(static_cast<std::size_t>(p.step.blocks * rows * bc));
@@ -216,8 +231,62 @@ class executor {
 
   // ---- fast mode ---------------------------------------------------------------------
 
-  /// Host buffers: each node's output gets a slot, reused once its last reader has run.
+  static kernels::conv_shape conv_shape_of(const node& n) noexcept {
+    if (n.kind == op::dense) return {n.in.dim[0], 1, 1, n.in.channels(), n.out.channels(), 1, 1, 1};
+    return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.channels(), n.out.channels(), n.layer.kernel, n.layer.stride,
+            n.layer.groups};
+  }
+
+  /// Fusion: each convolution absorbs the batch norm, residual add and ReLU that follow it, in
+  /// that order, as long as each absorbed step reads the previous one's output and nothing else
+  /// reads that output (an add's other operand must exist before the convolution runs).
+  /// `fused_end_[j]` is the last step convolution `j` computes; `fused_into_[k]` the
+  /// convolution that computes step `k`, or -1.
+  void plan_fusion() {
+    const int count = prog_.size();
+    std::vector<int> readers(static_cast<std::size_t>(count), 0);
+    for (int j = 0; j < count; ++j) {
+      const node& n = prog_.at(j);
+      if (n.input >= 0) ++readers[static_cast<std::size_t>(n.input)];
+      if (n.shortcut >= 0) ++readers[static_cast<std::size_t>(n.shortcut)];
+    }
+    fused_end_.assign(static_cast<std::size_t>(count), -1);
+    fused_into_.assign(static_cast<std::size_t>(count), -1);
+    for (int j = 0; j < count; ++j) {
+      const node& head = prog_.at(j);
+      fused_end_[static_cast<std::size_t>(j)] = j;
+      if (!packed || (head.kind != op::conv && head.kind != op::dense)) continue;
+      int end = j;
+      op last = head.kind;
+      for (int k = j + 1; k < count; ++k) {
+        const node& n = prog_.at(k);
+        const bool reads_end = n.input == end || n.shortcut == end;
+        const bool in_order = (n.kind == op::batch_norm && last != op::batch_norm && last != op::add && last != op::relu) ||
+                              (n.kind == op::add && last != op::add && last != op::relu) || (n.kind == op::relu && last != op::relu);
+        const int other = n.kind == op::add ? (n.input == end ? n.shortcut : n.input) : -1;
+        if (!reads_end || !in_order || readers[static_cast<std::size_t>(end)] != 1 || n.ipu != head.ipu ||
+            (n.kind == op::add && (other >= j || other == end)) || (n.kind == op::relu && n.input != end))
+          break;
+        fused_into_[static_cast<std::size_t>(k)] = j;
+        end = k;
+        last = n.kind;
+      }
+      fused_end_[static_cast<std::size_t>(j)] = end;
+      j = end;
+    }
+  }
+
+  /// The step that writes node `j`'s output, or -1 when no step does (fused away).
+  int written_at(int j) const noexcept {
+    const int head = fused_into_[static_cast<std::size_t>(j)];
+    if (head < 0) return j;
+    return fused_end_[static_cast<std::size_t>(head)] == j ? head : -1;
+  }
+
+  /// Host buffers: each output a step writes gets a slot, from that step until its last
+  /// reader has run, then the slot is reused.
   void prepare_host_buffers() {
+    plan_fusion();
     const int n = prog_.size();
     slot_.assign(static_cast<std::size_t>(n), -1);
     std::vector<int> last(static_cast<std::size_t>(n));
@@ -225,10 +294,15 @@ class executor {
       last[static_cast<std::size_t>(j)] = j;
       for (int i = 0; i < prog_.ipus; ++i) last[static_cast<std::size_t>(j)] = std::max(last[static_cast<std::size_t>(j)], prog_.held_to(i, j));
     }
+    std::vector<int> order;  // the written outputs, by the step that writes them
+    for (int j = 0; j < n; ++j)
+      if (written_at(j) >= 0) order.push_back(j);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return written_at(a) < written_at(b); });
     std::vector<int> busy_until;  // per slot
     std::vector<std::int64_t> sizes;
-    for (int j = 0; j < n; ++j) {
-      const std::int64_t need = prog_.at(j).out.elements();
+    for (int k : order) {
+      const int j = written_at(k);
+      const std::int64_t need = prog_.at(k).out.elements();
       int best = -1;
       for (int s = 0; s < static_cast<int>(busy_until.size()); ++s)
         if (busy_until[static_cast<std::size_t>(s)] < j && (best < 0 || sizes[static_cast<std::size_t>(s)] > sizes[static_cast<std::size_t>(best)]))
@@ -238,9 +312,9 @@ class executor {
         busy_until.push_back(0);
         sizes.push_back(0);
       }
-      busy_until[static_cast<std::size_t>(best)] = last[static_cast<std::size_t>(j)];
+      busy_until[static_cast<std::size_t>(best)] = last[static_cast<std::size_t>(k)];
       sizes[static_cast<std::size_t>(best)] = std::max(sizes[static_cast<std::size_t>(best)], need);
-      slot_[static_cast<std::size_t>(j)] = best;
+      slot_[static_cast<std::size_t>(k)] = best;
     }
     for (std::int64_t s : sizes) host_.emplace_back(static_cast<std::size_t>(s));
   }
@@ -256,8 +330,35 @@ class executor {
     });
   }
 
+  /// A convolution (or dense layer) with the steps fused into it.
+  void fast_fused_conv(int j) {
+    const int end = fused_end_[static_cast<std::size_t>(j)];
+    const packed_params& q = params_[static_cast<std::size_t>(j)];
+    kernels::epilogue<T> e;
+    if (!q.bias.empty()) e.bias = q.bias.data();
+    int previous = j;
+    for (int k = j + 1; k <= end; previous = k++) {
+      const node& n = prog_.at(k);
+      if (n.kind == op::batch_norm) {
+        e.scale = params_[static_cast<std::size_t>(k)].scale.data();
+        e.shift = params_[static_cast<std::size_t>(k)].shift.data();
+      } else if (n.kind == op::add) {
+        e.residual = host_of(n.input == previous ? n.shortcut : n.input).data();
+      } else {
+        e.relu = true;
+      }
+    }
+    const T* x = host_of(prog_.at(j).input).data();
+    T* y = host_of(end).data();
+    parallel_items(q.conv.work_items(), [&](std::int64_t item) { q.conv.run(x, y, e, item); });
+  }
+
   void fast_step(int j) {
+    if (fused_into_[static_cast<std::size_t>(j)] >= 0) return;  // computed by its convolution
     const node& n = prog_.at(j);
+    if constexpr (packed) {
+      if (n.kind == op::conv || n.kind == op::dense) return fast_fused_conv(j);
+    }
     const node_plan& p = prog_.plan_of(j);
     T* y = host_of(j).data();
     const std::int64_t elements = n.out.elements(), channels = n.out.channels();
@@ -318,17 +419,15 @@ class executor {
         const auto kind = n.kind == op::max_pool ? kernels::pool_kind::max : kernels::pool_kind::average;
         parallel_items(items, [&](std::int64_t item) {
           const auto [p0, p1] = range(item, positions);
-          kernels::pool(kind, g, kernels::image_view<T>{x, 0, g.in_width * channels, channels}, channels,
-                        p0 * channels, p1 * channels, y + p0 * channels);
+          kernels::pool_positions(kind, g, kernels::image_view<T>{x, 0, g.in_width * channels, channels}, channels, p0, p1,
+                                  y + p0 * channels);
         });
         break;
       }
       case op::global_avg_pool: {
         const std::int64_t hw = n.in.dim[1] * n.in.dim[2];
-        parallel_items(items, [&](std::int64_t item) {
-          const auto [e0, e1] = range(item, elements);
-          for (std::int64_t e = e0; e < e1; ++e)
-            y[e] = kernels::mean(x + e / channels * hw * channels + e % channels, channels, hw);
+        parallel_items(n.out.dim[0], [&](std::int64_t image) {
+          kernels::mean_pixels(x + image * hw * channels, channels, hw, y + image * channels);
         });
         break;
       }
@@ -850,6 +949,7 @@ class executor {
   // fast mode
   std::vector<int> slot_;
   std::vector<std::vector<T>> host_;
+  std::vector<int> fused_end_, fused_into_;
   // faithful mode
   std::vector<device> devices_;
   std::vector<std::vector<placement>> placed_;  // [ipu][node]

@@ -1,0 +1,431 @@
+// The whole network: ResNeXt-101 32x4d as the seed runs it (batch 4, 224x224x4 NHWC input,
+// stride in the first 1x1 conv of a stage), with the same weights (`ipu::weights<G>::random(42)`)
+// and input everywhere. Images per second of:
+// - `ipu_f32`, `ipu_f16`: `ipu::engine` on one Mk2 at availableMemoryProportion 0.3 (the
+//   example's configuration), fast mode, f32 or f16 storage;
+// - `onednn`: the same network as a list of oneDNN primitives in f32, NHWC, built by walking
+//   the node table (`onednn_network` below): each conv or dense layer with its batch norm
+//   folded into weights and bias, the residual add as a sum post-op and the ReLU as an eltwise
+//   post-op; pooling, global average pooling (a pooling over the whole image), softmax and
+//   any op not fused as primitives of their own. Activations live in buffers reused as soon as
+//   their last reader has run; a sum post-op accumulates into its shortcut's buffer when the
+//   shortcut has no later reader.
+// Before timing, the oneDNN benchmark checks once that its output agrees with ipu's f32
+// output (bench_common.hpp's `max_relative_error` below 1e-3) and fails otherwise.
+//
+// Threads: `IPU_BENCH_THREADS`, else one per hardware thread, for both. A batch takes seconds
+// on two cores:
+//
+//   bench_network --benchmark_filter=onednn --benchmark_min_time=0.05
+
+#include "bench_common.hpp"
+
+#include <ipu/ipu.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr ipu::options seed_options{.available_memory_proportion = {3, 10}};
+
+template <class T>
+using model_t = ipu::models::resnext<T, /*batch*/ 4, /*layers*/ 101, /*cardinality*/ 32, /*width per group*/ 4,
+                                     /*input channels*/ 4, /*classes*/ 1000, /*image size*/ 224,
+                                     ipu::models::stride_at::first_conv>;
+constexpr const char* model_name = "resnext101_32x4d";
+constexpr std::uint64_t weight_seed = 42;
+
+/// The input batch, the same for every implementation: uniform in [-1, 1].
+std::vector<float> input_batch() {
+  std::vector<float> x(ipu::input_tensor_t<model_t<ipu::f32>>::size());
+  std::mt19937 rng(1);
+  for (float& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+  return x;
+}
+
+void set_counters(benchmark::State& state, std::int64_t batch, unsigned threads) {
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = threads;
+}
+
+template <class T>
+void bench_ipu(benchmark::State& state, unsigned threads) {
+  using G = model_t<T>;
+  ipu::engine<G, ipu::mk2, seed_options> engine{ipu::weights<G>::random(weight_seed), {ipu::execution_mode::fast, threads}};
+  ipu::input_tensor_t<G> x;
+  const std::vector<float> values = input_batch();
+  std::transform(values.begin(), values.end(), x.begin(), [](float v) { return static_cast<T>(v); });
+  ipu::output_tensor_t<G> y;
+  for (auto _ : state) {
+    engine.infer(x, y);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, ipu::batch_size_v<G>, threads);
+}
+
+#if IPU_BENCH_HAVE_DNNL
+
+/// ipu's f32 output for `input_batch()`, computed once.
+const std::vector<float>& ipu_reference(unsigned threads) {
+  static const std::vector<float> out = [&] {
+    using G = model_t<ipu::f32>;
+    ipu::engine<G, ipu::mk2, seed_options> engine{ipu::weights<G>::random(weight_seed),
+                                                  {ipu::execution_mode::fast, threads}};
+    const std::vector<float> x = input_batch();
+    std::vector<float> y(ipu::output_tensor_t<G>::size());
+    engine.infer(std::span<const float>(x), std::span<float>(y));
+    return y;
+  }();
+  return out;
+}
+
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+memory::desc desc_of(const ipu::shape& s) {
+  if (s.rank == 4) return ipu_bench::activation_desc(s.dim[0], s.dim[1], s.dim[2], s.dim[3]);
+  if (s.rank == 2) return {{s.dim[0], s.dim[1]}, dt::f32, tag::nc};
+  throw std::invalid_argument("onednn_network: tensors of rank " + std::to_string(s.rank) + " are not supported");
+}
+
+ipu::kernels::conv_shape conv_shape_of(const ipu::node& n) {
+  return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.dim[3], n.layer.filters, n.layer.kernel, n.layer.stride, n.layer.groups};
+}
+
+/// Graph `G` as oneDNN primitives in f32 with `G`'s weights (see the file comment).
+template <ipu::Graph G>
+class onednn_network {
+ public:
+  explicit onednn_network(const ipu::weights<G>& w) : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+    plan();
+    assign_buffers();
+    for (std::size_t i = 0; i < ops_.size(); ++i) build(ops_[i], w);
+  }
+
+  /// Where the input batch goes (NHWC).
+  std::span<float> input() noexcept { return buffers_[static_cast<std::size_t>(buffer_of_[0])]; }
+  /// Runs the network; returns its output.
+  std::span<const float> run() {
+    for (step& s : steps_) {
+      if (s.copy_count > 0) std::memcpy(s.copy_to, s.copy_from, s.copy_count * sizeof(float));
+      s.primitive.execute(stream_, s.args);
+    }
+    stream_.wait();
+    const ipu::node& last = table[table.size() - 1];
+    return {buffers_[static_cast<std::size_t>(buffer_of_[table.size() - 1])].data(), static_cast<std::size_t>(last.out.elements())};
+  }
+  /// How many primitives one batch runs.
+  std::size_t primitives() const noexcept { return steps_.size(); }
+
+ private:
+  static constexpr const auto& table = ipu::node_table_v<G>;
+  static constexpr int node_count = static_cast<int>(table.size());
+
+  /// Nodes computed by one primitive: `first`, then possibly a batch norm folded in, a
+  /// residual add with operand `other`, a ReLU; it produces the value of node `last`.
+  struct fused_op {
+    int first = -1, last = -1, norm = -1, add = -1, other = -1;
+    bool relu = false;
+  };
+  struct step {
+    dnnl::primitive primitive;
+    std::unordered_map<int, memory> args;
+    const float* copy_from = nullptr;  // copied to `copy_to` first (a sum post-op's operand)
+    float* copy_to = nullptr;
+    std::size_t copy_count = 0;
+  };
+
+  /// The nodes whose values `op` reads.
+  static std::vector<int> inputs_of(const fused_op& op) {
+    std::vector<int> in{table[static_cast<std::size_t>(op.first)].input};
+    if (table[static_cast<std::size_t>(op.first)].kind == ipu::op::add) in.push_back(table[static_cast<std::size_t>(op.first)].shortcut);
+    if (op.other >= 0 && op.first != op.add) in.push_back(op.other);
+    std::sort(in.begin(), in.end());
+    in.erase(std::unique(in.begin(), in.end()), in.end());
+    return in;
+  }
+
+  /// Groups the nodes into fused ops, in an order where every op's inputs come first.
+  void plan() {
+    std::vector<int> uses(static_cast<std::size_t>(node_count), 0), user(static_cast<std::size_t>(node_count), -1);
+    for (int j = 1; j < node_count; ++j) {
+      const ipu::node& n = table[static_cast<std::size_t>(j)];
+      for (int in : {n.input, n.kind == ipu::op::add && n.shortcut != n.input ? n.shortcut : -1})
+        if (in >= 0) ++uses[static_cast<std::size_t>(in)], user[static_cast<std::size_t>(in)] = j;
+    }
+    std::vector<bool> taken(static_cast<std::size_t>(node_count), false);
+    // The only reader of `v`, if it is an op of kind `k` not yet fused, reading `v` as its main
+    // input (or, for an add, as either operand).
+    const auto sole_reader = [&](int v, ipu::op k) {
+      const int u = user[static_cast<std::size_t>(v)];
+      if (uses[static_cast<std::size_t>(v)] != 1 || taken[static_cast<std::size_t>(u)]) return -1;
+      const ipu::node& n = table[static_cast<std::size_t>(u)];
+      if (n.kind != k) return -1;
+      if (k == ipu::op::add) return n.input != n.shortcut ? u : -1;
+      return n.input == v ? u : -1;
+    };
+    for (int j = 1; j < node_count; ++j) {
+      if (taken[static_cast<std::size_t>(j)]) continue;
+      const ipu::node& n = table[static_cast<std::size_t>(j)];
+      fused_op op{.first = j, .last = j};
+      const auto absorb = [&](int k) {
+        taken[static_cast<std::size_t>(k)] = true;
+        op.last = k;
+      };
+      if (n.kind == ipu::op::conv || n.kind == ipu::op::dense) {
+        if (const int k = sole_reader(op.last, ipu::op::batch_norm); k >= 0) op.norm = k, absorb(k);
+        if (const int k = sole_reader(op.last, ipu::op::add); k >= 0) {
+          const ipu::node& a = table[static_cast<std::size_t>(k)];
+          op.add = k;
+          op.other = a.input == op.last ? a.shortcut : a.input;
+          absorb(k);
+        }
+      } else if (n.kind == ipu::op::add) {
+        op.add = j;
+        op.other = n.shortcut;
+      }
+      if (n.kind == ipu::op::conv || n.kind == ipu::op::dense || n.kind == ipu::op::add || n.kind == ipu::op::batch_norm)
+        if (const int k = sole_reader(op.last, ipu::op::relu); k >= 0) op.relu = true, absorb(k);
+      ops_.push_back(op);
+    }
+    std::stable_sort(ops_.begin(), ops_.end(), [](const fused_op& a, const fused_op& b) { return a.last < b.last; });
+  }
+
+  /// Gives every value a buffer; a buffer is free again after its value's last reader.
+  void assign_buffers() {
+    const int n_ops = static_cast<int>(ops_.size());
+    std::vector<int> last_read(static_cast<std::size_t>(node_count), -1);
+    for (int i = 0; i < n_ops; ++i)
+      for (int v : inputs_of(ops_[static_cast<std::size_t>(i)])) last_read[static_cast<std::size_t>(v)] = i;
+    buffer_of_.assign(static_cast<std::size_t>(node_count), -1);
+    std::vector<std::size_t> sizes;
+    std::vector<int> free_buffers;
+    const auto allocate = [&](std::size_t elements) {
+      auto best = free_buffers.end();
+      for (auto it = free_buffers.begin(); it != free_buffers.end(); ++it)
+        if (sizes[static_cast<std::size_t>(*it)] >= elements &&
+            (best == free_buffers.end() || sizes[static_cast<std::size_t>(*it)] < sizes[static_cast<std::size_t>(*best)]))
+          best = it;
+      if (best == free_buffers.end()) {
+        sizes.push_back(elements);
+        return static_cast<int>(sizes.size() - 1);
+      }
+      const int b = *best;
+      free_buffers.erase(best);
+      return b;
+    };
+    buffer_of_[0] = allocate(static_cast<std::size_t>(table[0].out.elements()));  // the input: never freed
+    for (int i = 0; i < n_ops; ++i) {
+      fused_op& op = ops_[static_cast<std::size_t>(i)];
+      const std::size_t elements = static_cast<std::size_t>(table[static_cast<std::size_t>(op.last)].out.elements());
+      const bool sum = op.add >= 0 && op.first != op.add;
+      const int main_input = table[static_cast<std::size_t>(op.first)].input;
+      if (sum && op.other != 0 && op.other != main_input && last_read[static_cast<std::size_t>(op.other)] == i) {
+        buffer_of_[static_cast<std::size_t>(op.last)] = buffer_of_[static_cast<std::size_t>(op.other)];  // in place
+      } else {
+        buffer_of_[static_cast<std::size_t>(op.last)] = allocate(elements);
+      }
+      for (int v : inputs_of(op))
+        if (v != 0 && last_read[static_cast<std::size_t>(v)] == i &&
+            buffer_of_[static_cast<std::size_t>(v)] != buffer_of_[static_cast<std::size_t>(op.last)])
+          free_buffers.push_back(buffer_of_[static_cast<std::size_t>(v)]);
+    }
+    buffers_.resize(sizes.size());
+    for (std::size_t b = 0; b < sizes.size(); ++b) buffers_[b].assign(sizes[b], 0.0f);
+  }
+
+  float* buffer(int node) { return buffers_[static_cast<std::size_t>(buffer_of_[static_cast<std::size_t>(node)])].data(); }
+  memory user_memory(const memory::desc& d, int node) { return memory(d, engine_, buffer(node)); }
+  memory owned(const memory::desc& d, std::span<const float> values) {
+    memory m(d, engine_);
+    std::memcpy(m.get_data_handle(), values.data(), values.size() * sizeof(float));
+    return m;
+  }
+
+  /// Post-ops: the sum of the residual add, then the ReLU.
+  static dnnl::primitive_attr post_ops(bool sum, bool relu) {
+    dnnl::post_ops po;
+    if (sum) po.append_sum(1.0f);
+    if (relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    return attr;
+  }
+
+  void build(const fused_op& op, const ipu::weights<G>& w) {
+    const ipu::node& n = table[static_cast<std::size_t>(op.first)];
+    const ipu::node& last = table[static_cast<std::size_t>(op.last)];
+    const auto forward = dnnl::prop_kind::forward_inference;
+    step s;
+    switch (n.kind) {
+      case ipu::op::conv:
+      case ipu::op::dense: {
+        const bool sum = op.add >= 0;
+        const std::int64_t out = n.out.channels();
+        // Batch norm folded: weights times the folded scale, bias the folded shift (plus the
+        // dense bias times the scale).
+        std::vector<float> kernel(w.of_node(op.first)["kernel"].begin(), w.of_node(op.first)["kernel"].end());
+        std::vector<float> bias(static_cast<std::size_t>(out), 0.0f);
+        if (n.kind == ipu::op::dense) std::ranges::copy(w.of_node(op.first)["bias"], bias.begin());
+        if (op.norm >= 0) {
+          const ipu::layer_weights& bn = w.of_node(op.norm);
+          for (std::size_t c = 0; c < bias.size(); ++c) {
+            const auto f = ipu::kernels::fold_batch_norm(bn["scale"][c], bn["shift"][c], bn["mean"][c], bn["variance"][c],
+                                                         ipu::batch_norm_epsilon);
+            const float scale = static_cast<float>(f.scale), shift = static_cast<float>(f.shift);
+            for (std::size_t i = c; i < kernel.size(); i += bias.size()) kernel[i] *= scale;
+            bias[c] = bias[c] * scale + shift;
+          }
+        }
+        const bool has_bias = n.kind == ipu::op::dense || op.norm >= 0;
+        const dnnl::primitive_attr attr = post_ops(sum, op.relu);
+        if (n.kind == ipu::op::conv) {
+          const ipu::kernels::conv_shape cs = conv_shape_of(n);
+          const auto pd = ipu_bench::conv_primitive(cs, has_bias, attr, engine_);
+          s.primitive = dnnl::convolution_forward(pd);
+          s.args[DNNL_ARG_WEIGHTS] = ipu_bench::conv_weights(cs, kernel, pd.weights_desc(), engine_);
+        } else {
+          if (n.in.rank != 2) throw std::invalid_argument("onednn_network: a dense layer needs an NC input");
+          const std::int64_t batch = n.in.dim[0], in = n.in.dim[1];
+          using ip = dnnl::inner_product_forward;
+          const ip::desc d(forward, desc_of(n.in), memory::desc({out, in}, dt::f32, tag::any),
+                           memory::desc({out}, dt::f32, tag::a), memory::desc({batch, out}, dt::f32, tag::nc));
+          const ip::primitive_desc pd(d, attr, engine_);
+          s.primitive = ip(pd);
+          memory from(memory::desc({out, in}, dt::f32, memory::dims{1, out}), engine_, kernel.data());
+          memory to(pd.weights_desc(), engine_);
+          dnnl::reorder(from, to).execute(stream_, from, to);
+          stream_.wait();
+          s.args[DNNL_ARG_WEIGHTS] = to;
+        }
+        if (has_bias) s.args[DNNL_ARG_BIAS] = owned(memory::desc({out}, dt::f32, tag::a), bias);
+        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input);
+        s.args[DNNL_ARG_DST] = user_memory(desc_of(last.out), op.last);
+        if (sum && buffer_of_[static_cast<std::size_t>(op.other)] != buffer_of_[static_cast<std::size_t>(op.last)]) {
+          s.copy_from = buffer(op.other);
+          s.copy_to = buffer(op.last);
+          s.copy_count = static_cast<std::size_t>(last.out.elements());
+        }
+        break;
+      }
+      case ipu::op::batch_norm: {
+        const ipu::layer_weights& bn = w.of_node(op.first);
+        auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+                     dnnl::normalization_flags::use_shift;
+        if (op.relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+        using bnf = dnnl::batch_normalization_forward;
+        const bnf::primitive_desc pd(bnf::desc(forward, desc_of(n.in), static_cast<float>(ipu::batch_norm_epsilon), flags), engine_);
+        s.primitive = bnf(pd);
+        const memory::desc c({n.out.channels()}, dt::f32, tag::a);
+        s.args[DNNL_ARG_SCALE] = owned(c, bn["scale"]);
+        s.args[DNNL_ARG_SHIFT] = owned(c, bn["shift"]);
+        s.args[DNNL_ARG_MEAN] = owned(c, bn["mean"]);
+        s.args[DNNL_ARG_VARIANCE] = owned(c, bn["variance"]);
+        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input);
+        s.args[DNNL_ARG_DST] = user_memory(desc_of(last.out), op.last);
+        break;
+      }
+      case ipu::op::relu: {
+        using elt = dnnl::eltwise_forward;
+        s.primitive = elt(elt::primitive_desc(elt::desc(forward, dnnl::algorithm::eltwise_relu, desc_of(n.in), 0.0f, 0.0f), engine_));
+        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input);
+        s.args[DNNL_ARG_DST] = user_memory(desc_of(n.out), op.last);
+        break;
+      }
+      case ipu::op::add: {
+        const memory::desc d = desc_of(n.out);
+        s.primitive = dnnl::binary(dnnl::binary::primitive_desc(dnnl::binary::desc(dnnl::algorithm::binary_add, d, d, d),
+                                                                post_ops(false, op.relu), engine_));
+        s.args[DNNL_ARG_SRC_0] = user_memory(d, n.input);
+        s.args[DNNL_ARG_SRC_1] = user_memory(d, n.shortcut);
+        s.args[DNNL_ARG_DST] = user_memory(d, op.last);
+        break;
+      }
+      case ipu::op::max_pool:
+      case ipu::op::avg_pool:
+      case ipu::op::global_avg_pool: {
+        const bool global = n.kind == ipu::op::global_avg_pool;
+        const std::int64_t h = n.in.dim[1], wd = n.in.dim[2], k = global ? 0 : n.layer.kernel, st = global ? 1 : n.layer.stride;
+        const memory::desc src = desc_of(n.in);
+        const memory::desc dst = global ? ipu_bench::activation_desc(n.in.dim[0], 1, 1, n.in.dim[3]) : desc_of(n.out);
+        const auto [top, bottom] = global ? std::pair<std::int64_t, std::int64_t>{0, 0} : ipu_bench::same_padding(h, n.out.dim[1], k, st);
+        const auto [left, right] = global ? std::pair<std::int64_t, std::int64_t>{0, 0} : ipu_bench::same_padding(wd, n.out.dim[2], k, st);
+        const auto algo = n.kind == ipu::op::max_pool ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+        using pool = dnnl::pooling_forward;
+        const pool::desc d(forward, algo, src, dst, {st, st}, global ? memory::dims{h, wd} : memory::dims{k, k}, {top, left},
+                           {bottom, right});
+        s.primitive = pool(pool::primitive_desc(d, engine_));
+        s.args[DNNL_ARG_SRC] = user_memory(src, n.input);
+        s.args[DNNL_ARG_DST] = user_memory(dst, op.last);
+        break;
+      }
+      case ipu::op::softmax: {
+        using sm = dnnl::softmax_forward;
+        const memory::desc d = desc_of(n.in);
+        s.primitive = sm(sm::primitive_desc(sm::desc(forward, d, 1), engine_));  // oneDNN's axis 1: channels
+        s.args[DNNL_ARG_SRC] = user_memory(d, n.input);
+        s.args[DNNL_ARG_DST] = user_memory(d, op.last);
+        break;
+      }
+      case ipu::op::input: return;
+    }
+    steps_.push_back(std::move(s));
+  }
+
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::vector<fused_op> ops_;
+  std::vector<int> buffer_of_;  // by node: the buffer holding its value, or -1
+  std::vector<std::vector<float>> buffers_;
+  std::vector<step> steps_;
+};
+
+void bench_onednn(benchmark::State& state, unsigned threads) {
+  using G = model_t<ipu::f32>;
+  const std::vector<float>& reference = ipu_reference(threads);
+  ipu_bench::set_onednn_threads(threads);
+  onednn_network<G> net(ipu::weights<G>::random(weight_seed));
+  const std::vector<float> x = input_batch();
+  std::ranges::copy(x, net.input().begin());
+  const double error = ipu_bench::max_relative_error(net.run(), reference);
+  if (!(error < ipu_bench::tolerance)) {
+    state.SkipWithError(("oneDNN's output disagrees with ipu's f32 output: max relative error " + std::to_string(error)).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(net.run().data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, ipu::batch_size_v<G>, threads);
+  state.counters["primitives"] = static_cast<double>(net.primitives());
+  state.SetLabel(ipu_bench::error_label(error) + " vs ipu_f32");
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ipu_bench::run_main(argc, argv, [](unsigned threads) {
+    const std::string prefix = std::string("network/") + model_name + "/";
+    for (auto* b : {benchmark::RegisterBenchmark((prefix + "ipu_f32").c_str(), bench_ipu<ipu::f32>, threads),
+                    benchmark::RegisterBenchmark((prefix + "ipu_f16").c_str(), bench_ipu<ipu::f16>, threads),
+#if IPU_BENCH_HAVE_DNNL
+                    benchmark::RegisterBenchmark((prefix + "onednn").c_str(), bench_onednn, threads),
+#endif
+         })
+      b->Unit(benchmark::kMillisecond)->UseRealTime();
+  });
+}

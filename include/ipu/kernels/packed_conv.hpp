@@ -1,0 +1,484 @@
+#pragma once
+/// \file
+/// The fast convolution: weights packed once for the vector unit, outputs computed in register
+/// tiles, and the ops that follow a convolution in a network (bias, folded batch norm, the
+/// residual add, ReLU) applied while the tile is still in registers.
+///
+/// **Arithmetic.** Each output is the same sum, in the same order, as `kernels::conv` computes:
+/// one `madd` per tap inside the image, kernel row, then kernel column, then input channel,
+/// from +0 in f32; then the epilogue, each of its steps rounded to `T` as the separate layer
+/// would round it. So a network run with the fast kernels and fused epilogues gives the bits the
+/// faithful executor gives, layer by layer, whatever the instruction set or the threads.
+///
+/// **Two paths.**
+/// - *Dense panels* (any convolution, grouped or not): for each group, its output channels in
+///   panels of up to four vectors; a tile is a few output positions by one panel, each input
+///   value broadcast to every lane. Grouped convolutions with at least a vector's width of
+///   channels per group run here, one group at a time.
+/// - *Groups in lanes* (grouped, 1, 2, 4 or 8 channels per group in and out, fewer than a
+///   vector's width): one vector holds several whole groups, as PopLibs' vertices hold several
+///   groups in one accumulator on the IPU; input channel `j` of every group in the vector is
+///   spread over its group's lanes with one in-register permute, so no lane ever idles.
+
+#include <ipu/kernels/simd.hpp>
+#include <ipu/kernels/views.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace ipu::kernels {
+
+/// The shape of one convolution with TensorFlow's SAME padding, NHWC, kernel HWIO
+/// `[kernel][kernel][in_channels / groups][out_channels]`. A dense layer is a 1x1 convolution
+/// on 1x1 images.
+struct conv_shape {
+  std::int64_t batch = 1, in_height = 1, in_width = 1, in_channels = 1;
+  std::int64_t out_channels = 1, kernel = 1, stride = 1, groups = 1;
+
+  constexpr std::int64_t out_height() const noexcept { return (in_height + stride - 1) / stride; }
+  constexpr std::int64_t out_width() const noexcept { return (in_width + stride - 1) / stride; }
+  /// Output positions over all images.
+  constexpr std::int64_t positions() const noexcept { return batch * out_height() * out_width(); }
+  constexpr window_geometry geometry() const noexcept {
+    return window_geometry::same(in_height, in_width, out_height(), out_width(), kernel, stride);
+  }
+  /// Multiply-adds counted as two operations, padding taps included (the usual convention).
+  constexpr double flops() const noexcept {
+    return 2.0 * static_cast<double>(positions() * out_channels * kernel * kernel * (in_channels / groups));
+  }
+  friend constexpr bool operator==(const conv_shape&, const conv_shape&) = default;
+};
+
+/// What happens to each convolution output before it is stored, in this order, each step
+/// rounded to `T` as the separate layer would round it: `+ bias`, then `* scale + shift`
+/// (batch norm folded), then `+ residual`, then `max(·, 0)`. Null pointers skip a step.
+template <class T>
+struct epilogue {
+  const float* bias = nullptr;      ///< `out_channels` values
+  const float* scale = nullptr;     ///< `out_channels` values; with `shift`
+  const float* shift = nullptr;     ///< `out_channels` values; with `scale`
+  const T* residual = nullptr;      ///< a tensor shaped as the output (NHWC)
+  bool relu = false;
+};
+
+inline namespace IPU_SIMD_NAMESPACE {
+namespace detail {
+
+using simd::vec;
+constexpr int width = vec::width;
+
+/// Register tiles: positions per tile for a panel of `vectors` vectors (1 to 4), so that the
+/// accumulators, one panel of weights and a broadcast fit the register file.
+constexpr int dense_rows(int vectors) noexcept {
+  if constexpr (width == 16) {
+    return vectors == 1 ? 12 : vectors == 2 ? 12 : vectors == 3 ? 8 : 6;
+  } else {
+    return vectors == 1 ? 8 : vectors == 2 ? 6 : 4;
+  }
+}
+constexpr int max_panel_vectors = width == 16 ? 4 : 3;
+constexpr int lanes_rows = width == 16 ? 12 : width == 8 ? 6 : 4;
+
+/// `f(std::integral_constant<int, I>{})` for `I` in `[0, N)`, unrolled: register tiles stay in
+/// registers only when every index into them is a constant.
+template <int N, class F>
+inline void unroll(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(std::make_integer_sequence<int, N>{});
+}
+
+/// `f(std::integral_constant<int, n>{})` for a run-time `n` in `[1, Max]`: the remainder tiles.
+template <int Max, class F>
+inline void with_count(int n, F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    (void)((n == I + 1 ? (f(std::integral_constant<int, I + 1>{}), true) : false) || ...);
+  }(std::make_integer_sequence<int, Max>{});
+}
+
+/// The taps of one output position inside the image: kernel rows `[kh0, kh1)`, columns
+/// `[kw0, kw1)`.
+struct taps {
+  std::int64_t kh0, kh1, kw0, kw1;
+};
+
+/// Where a tile reads: tap `(kh, kw)` of tile position `r` (channel offset included) is
+/// `data + base + kh * row + kw * pixel + r * step`.
+template <class T>
+struct input_walk {
+  const T* data;
+  std::int64_t base, step, row, pixel;
+  const T* at(std::int64_t kh, std::int64_t kw, int r) const noexcept { return data + (base + kh * row + kw * pixel + r * step); }
+};
+
+/// The epilogue of one output vector: `n` lanes of channel `c` (of the whole output) at `out`.
+template <class T>
+inline void finish(vec acc, const epilogue<T>& e, std::int64_t c, std::int64_t offset, int n, T* out) noexcept {
+  vec v = acc;
+  if (e.bias != nullptr) v = simd::add(v, simd::load(e.bias + c, n));
+  v = simd::rounded<T>(v);
+  if (e.scale != nullptr) v = simd::rounded<T>(simd::madd(v, simd::load(e.scale + c, n), simd::load(e.shift + c, n)));
+  if (e.residual != nullptr) v = simd::rounded<T>(simd::add(v, simd::load_widened(e.residual + offset, n)));
+  if (e.relu) v = simd::relu(v);
+  simd::store_rounded(out + offset, v, n);
+}
+
+/// `Rows` positions by `Vectors` vectors of a dense panel: the sum over `t`'s taps and `k`
+/// input channels, weights `w[(kh * kernel + kw) * k + ci][panel lane]`.
+template <int Rows, int Vectors>
+struct tile {
+  vec acc[Rows][Vectors];
+};
+
+template <int Rows, int Vectors, class T>
+inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel, std::int64_t k,
+                                      const float* w) noexcept {
+  constexpr std::int64_t panel = Vectors * width;
+  vec acc[Rows][Vectors];  // a local that never escapes, so that it lives in registers
+  unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { acc[r][v] = simd::zero(); }); });
+  for (std::int64_t kh = t.kh0; kh < t.kh1; ++kh)
+    for (std::int64_t kw = t.kw0; kw < t.kw1; ++kw) {
+      const float* wt = w + (kh * kernel + kw) * k * panel;
+      const T* xt = x.at(kh, kw, 0);
+      for (std::int64_t ci = 0; ci < k; ++ci, wt += panel) {
+        vec wv[Vectors];
+        unroll<Vectors>([&](auto v) { wv[v] = simd::load(wt + v * width); });
+        unroll<Rows>([&](auto r) {
+          const vec b = simd::splat(static_cast<float>(xt[r * x.step + ci]));
+          unroll<Vectors>([&](auto v) { acc[r][v] = simd::madd(b, wv[v], acc[r][v]); });
+        });
+      }
+    }
+  tile<Rows, Vectors> out;
+  unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { out.acc[r][v] = acc[r][v]; }); });
+  return out;
+}
+
+/// `Rows` positions by one vector of whole groups of `Group` channels: tap by tap, input
+/// channel `j` of each group spread over the group's lanes; weights `w[(tap * Group + j)][lane]`.
+template <int Group, int Rows, class T>
+inline tile<Rows, 1> lanes_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel, int n, const float* w) noexcept {
+  vec acc[Rows];
+  unroll<Rows>([&](auto r) { acc[r] = simd::zero(); });
+  for (std::int64_t kh = t.kh0; kh < t.kh1; ++kh)
+    for (std::int64_t kw = t.kw0; kw < t.kw1; ++kw) {
+      const float* wt = w + (kh * kernel + kw) * Group * width;
+      const T* xt = x.at(kh, kw, 0);
+      vec xv[Rows];
+      unroll<Rows>([&](auto r) { xv[r] = simd::load_widened(xt + r * x.step, n); });
+      unroll<Group>([&](auto j) {
+        const vec wv = simd::load(wt + j * width);
+        unroll<Rows>([&](auto r) { acc[r] = simd::madd(simd::spread<Group, j>(xv[r]), wv, acc[r]); });
+      });
+    }
+  tile<Rows, 1> out;
+  unroll<Rows>([&](auto r) { out.acc[r][0] = acc[r]; });
+  return out;
+}
+
+}  // namespace detail
+
+/// A convolution with its weights packed for `kernels::simd`, computed in independent work
+/// items (see `work_items`) that any threads may run in any order.
+///
+/// Construction packs the weights (`O(weights)`); `run` reads NHWC `T` input and writes NHWC
+/// `T` output, never allocating for f32 and using a small per-thread buffer for f16.
+template <class T>
+class packed_conv {
+ public:
+  packed_conv() = default;
+
+  /// Packs `kernel` (HWIO, `[kernel][kernel][in_channels / groups][out_channels]`, f32).
+  /// Throws `std::invalid_argument` for a shape that is not a convolution or a kernel of the
+  /// wrong size.
+  packed_conv(const conv_shape& s, std::span<const float> kernel) : shape_(s) {
+    validate(s, kernel.size());
+    geometry_ = s.geometry();
+    cin_ = s.in_channels / s.groups;
+    cout_ = s.out_channels / s.groups;
+    lanes_ = cin_ == cout_ && cin_ < detail::width && detail::width % cin_ == 0 && (cin_ & (cin_ - 1)) == 0;
+    lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
+    finite_ = std::all_of(kernel.begin(), kernel.end(), [](float x) { return std::isfinite(x); });
+    const std::int64_t per_position = 2 * s.kernel * s.kernel * cin_ * panel_channels_;
+    constexpr std::int64_t target_flops = 1 << 20;  // a few microseconds of work per item
+    const std::int64_t positions = std::max<std::int64_t>(1, target_flops / per_position);
+    if (lanes_ && finite_) {  // items of whole output rows of one image
+      rows_per_item_ = std::min(s.out_height(), (positions + s.out_width() - 1) / s.out_width());
+      chunks_ = s.batch * ((s.out_height() + rows_per_item_ - 1) / rows_per_item_);
+    } else {  // items of a multiple of every tile's rows
+      constexpr std::int64_t tiles = 24;
+      chunk_ = std::min(s.positions(), (positions + tiles - 1) / tiles * tiles);
+      chunks_ = (s.positions() + chunk_ - 1) / chunk_;
+    }
+  }
+
+  const conv_shape& shape() const noexcept { return shape_; }
+  /// The number of independent pieces of work: panels of output channels by runs of positions.
+  std::int64_t work_items() const noexcept { return static_cast<std::int64_t>(panels_.size()) * chunks_; }
+
+  /// Computes work item `item` (`0 <= item < work_items()`): `in` is the whole input
+  /// `[batch][in_height][in_width][in_channels]`, `out` the whole output.
+  void run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept {
+    const panel& pn = panels_[static_cast<std::size_t>(item / chunks_)];
+    if (lanes_ && finite_) {
+      const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_;
+      const std::int64_t oh0 = chunk % per_image * rows_per_item_;
+      return run_lanes_padded(in, out, e, pn, chunk / per_image, oh0, std::min(shape_.out_height(), oh0 + rows_per_item_));
+    }
+    const std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
+    lanes_ ? run_lanes(in, out, e, pn, p0, p1) : run_dense(in, out, e, pn, p0, p1);
+  }
+  /// Computes the whole convolution on the calling thread.
+  void run(const T* in, T* out, const epilogue<T>& e) const noexcept {
+    for (std::int64_t i = 0; i < work_items(); ++i) run(in, out, e, i);
+  }
+
+ private:
+  /// A panel: output channels `[first, first + channels)`, reading input channels from
+  /// `in_first`, weights at `weights_[offset]`.
+  struct panel {
+    std::int64_t first, channels, in_first, offset;
+  };
+
+  static void validate(const conv_shape& s, std::size_t kernel_size) {
+    if (s.batch < 1 || s.in_height < 1 || s.in_width < 1 || s.in_channels < 1 || s.out_channels < 1 || s.kernel < 1 ||
+        s.stride < 1 || s.groups < 1)
+      throw std::invalid_argument("ipu::kernels::packed_conv: every extent must be positive");
+    if (s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0)
+      throw std::invalid_argument("ipu::kernels::packed_conv: groups must divide the input and output channels");
+    if (kernel_size != static_cast<std::size_t>(s.kernel * s.kernel * (s.in_channels / s.groups) * s.out_channels))
+      throw std::invalid_argument("ipu::kernels::packed_conv: the kernel must hold kernel*kernel*in/groups*out values");
+  }
+
+  /// Dense panels: `[tap][ci][panel lane]`, lanes past the panel's channels zero.
+  void pack_dense(std::span<const float> kernel) {
+    const std::int64_t taps = shape_.kernel * shape_.kernel;
+    const std::int64_t vectors = std::min<std::int64_t>(detail::max_panel_vectors, (cout_ + detail::width - 1) / detail::width);
+    panel_channels_ = vectors * detail::width;
+    for (std::int64_t g = 0; g < shape_.groups; ++g)
+      for (std::int64_t c = 0; c < cout_; c += panel_channels_) {
+        const panel pn{g * cout_ + c, std::min(panel_channels_, cout_ - c), g * cin_, static_cast<std::int64_t>(weights_.size())};
+        const std::int64_t width = std::min<std::int64_t>(detail::max_panel_vectors, (pn.channels + detail::width - 1) / detail::width) * detail::width;
+        weights_.resize(weights_.size() + static_cast<std::size_t>(taps * cin_ * width), 0.0f);
+        for (std::int64_t tap = 0; tap < taps; ++tap)
+          for (std::int64_t ci = 0; ci < cin_; ++ci)
+            for (std::int64_t co = 0; co < pn.channels; ++co)
+              weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + ci) * width + co)] =
+                  kernel[static_cast<std::size_t>((tap * cin_ + ci) * shape_.out_channels + pn.first + co)];
+        panels_.push_back(pn);
+      }
+  }
+
+  /// Groups in lanes: one panel per vector of whole groups, `[tap][j][lane]`.
+  void pack_lanes(std::span<const float> kernel) {
+    const std::int64_t taps = shape_.kernel * shape_.kernel;
+    panel_channels_ = detail::width;
+    for (std::int64_t c = 0; c < shape_.out_channels; c += detail::width) {
+      const panel pn{c, std::min<std::int64_t>(detail::width, shape_.out_channels - c), c,
+                     static_cast<std::int64_t>(weights_.size())};
+      weights_.resize(weights_.size() + static_cast<std::size_t>(taps * cin_ * detail::width), 0.0f);
+      for (std::int64_t tap = 0; tap < taps; ++tap)
+        for (std::int64_t j = 0; j < cin_; ++j)
+          for (std::int64_t lane = 0; lane < pn.channels; ++lane)
+            weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + j) * detail::width + lane)] =
+                kernel[static_cast<std::size_t>((tap * cin_ + j) * shape_.out_channels + c + lane)];
+      panels_.push_back(pn);
+    }
+  }
+
+  /// Where the input of a run of work is read: pixel `q` (`(image * in_height + ih) *
+  /// in_width + iw`), channel `c` at `data[(q - first_pixel) * pixel + offset + c]`.
+  template <class In>
+  struct source {
+    const In* data;
+    std::int64_t first_pixel, pixel, offset;
+  };
+
+  /// Calls `tile(walk, taps, first_position, count)` for runs of output positions `[p0, p1)`
+  /// that share their taps: whole interior runs of an output row, and edge positions one by
+  /// one. `walk` starts at tap (0, 0) of the run's first position.
+  template <class In, class F>
+  void for_each_run(const source<In>& in, std::int64_t p0, std::int64_t p1, F&& tile) const {
+    const window_geometry& g = geometry_;
+    const std::int64_t c = in.pixel, row = g.in_width * c, ow_n = g.out_width;
+    const std::int64_t per_image = g.positions_per_image();
+    // Columns whose every kernel column is inside the image: [lo, hi).
+    const std::int64_t lo = std::min(ow_n, (g.pad_left + g.stride - 1) / g.stride);
+    const std::int64_t last = g.in_width - g.kernel + g.pad_left;  // rightmost start inside, times stride
+    const std::int64_t hi = last < 0 ? lo : std::max(lo, std::min(ow_n, last / g.stride + 1));
+    for (std::int64_t p = p0; p < p1;) {
+      const std::int64_t image = p / per_image, oh = p % per_image / ow_n, ow = p % ow_n;
+      const std::int64_t ih = oh * g.stride - g.pad_top;
+      const detail::taps rows{std::max<std::int64_t>(0, -ih), std::min(g.kernel, g.in_height - ih), 0, g.kernel};
+      const std::int64_t row_end = std::min(p1, p - ow + ow_n);
+      const auto walk = [&](std::int64_t at_ow) {
+        const std::int64_t iw = at_ow * g.stride - g.pad_left;
+        return detail::input_walk<In>{in.data, ((image * g.in_height + ih) * g.in_width + iw - in.first_pixel) * c + in.offset,
+                                      g.stride * c, row, c};
+      };
+      for (; p < row_end; ) {
+        const std::int64_t col = p % ow_n;
+        if (col >= lo && col < hi) {
+          const std::int64_t run = std::min(row_end - p, hi - col);
+          tile(walk(col), rows, p, run);
+          p += run;
+        } else {
+          const std::int64_t iw = col * g.stride - g.pad_left;
+          tile(walk(col), detail::taps{rows.kh0, rows.kh1, std::max<std::int64_t>(0, -iw), std::min(g.kernel, g.in_width - iw)},
+               p, 1);
+          ++p;
+        }
+      }
+    }
+  }
+
+  template <int Vectors, class In>
+  void dense_runs(const source<In>& in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+    constexpr int rows = detail::dense_rows(Vectors);
+    const float* w = weights_.data() + pn.offset;
+    const std::int64_t oc = shape_.out_channels;
+    for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n) {
+      const auto finish_tile = [&](const auto& acc, int count) {
+        for (int r = 0; r < count; ++r)
+          for (int v = 0; v < Vectors; ++v) {
+            const int lanes = static_cast<int>(std::min<std::int64_t>(detail::width, pn.channels - v * detail::width));
+            if (lanes > 0) detail::finish(acc[r][v], e, pn.first + v * detail::width, (p + r) * oc + pn.first + v * detail::width, lanes, out);
+          }
+      };
+      for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step)
+        finish_tile(detail::dense_tile<rows, Vectors>(x, t, shape_.kernel, cin_, w).acc, rows);
+      detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
+        finish_tile(detail::dense_tile<count, Vectors>(x, t, shape_.kernel, cin_, w).acc, count);
+      });
+    });
+  }
+
+  /// f32 input is read in place; f16 input is first widened, the rows the positions read and
+  /// the panel's group's channels only, into a per-thread buffer, so that the tile broadcasts
+  /// f32 values.
+  template <int Vectors>
+  void dense_runs(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+    if constexpr (std::same_as<T, float>) {
+      dense_runs<Vectors>(source<float>{in, 0, shape_.in_channels, pn.in_first}, out, e, pn, p0, p1);
+    } else {
+      // The pixels read: exactly the positions' for a 1x1 convolution at stride 1, else whole rows.
+      const bool pointwise = shape_.kernel == 1 && shape_.stride == 1;
+      const auto [r0, r1] = geometry_.input_rows(p0, p1);
+      const std::int64_t first = pointwise ? p0 : r0 * shape_.in_width;
+      const std::int64_t pixels = pointwise ? p1 - p0 : (r1 - r0) * shape_.in_width;
+      thread_local std::vector<float> widened;
+      widened.resize(static_cast<std::size_t>(pixels * cin_));
+      const auto widen_run = [](const T* from, float* to, std::int64_t count) {
+        for (std::int64_t c = 0; c < count; c += detail::width) {
+          const int n = static_cast<int>(std::min<std::int64_t>(detail::width, count - c));
+          simd::store(to + c, simd::load_widened(from + c, n), n);
+        }
+      };
+      if (cin_ == shape_.in_channels) {  // the pixels' channels are one contiguous run
+        widen_run(in + first * cin_, widened.data(), pixels * cin_);
+      } else {
+        for (std::int64_t q = 0; q < pixels; ++q)
+          widen_run(in + (first + q) * shape_.in_channels + pn.in_first, widened.data() + q * cin_, cin_);
+      }
+      dense_runs<Vectors>(source<float>{widened.data(), first, cin_, 0}, out, e, pn, p0, p1);
+    }
+  }
+
+  void run_dense(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+    switch ((pn.channels + detail::width - 1) / detail::width) {
+      case 1: dense_runs<1>(in, out, e, pn, p0, p1); break;
+      case 2: dense_runs<2>(in, out, e, pn, p0, p1); break;
+      case 3: dense_runs<3>(in, out, e, pn, p0, p1); break;
+      default: if constexpr (detail::max_panel_vectors >= 4) dense_runs<4>(in, out, e, pn, p0, p1); break;
+    }
+  }
+
+  template <int Group>
+  void lanes_runs(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+    constexpr int rows = detail::lanes_rows;
+    const float* w = weights_.data() + pn.offset;
+    const std::int64_t oc = shape_.out_channels;
+    const int lanes = static_cast<int>(pn.channels);
+    for_each_run(source<T>{in, 0, shape_.in_channels, pn.in_first}, p0, p1,
+                 [&](detail::input_walk<T> x, const detail::taps& t, std::int64_t p, std::int64_t n) {
+      for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step) {
+        const auto tl = detail::lanes_tile<Group, rows>(x, t, shape_.kernel, lanes, w);
+        for (int r = 0; r < rows; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
+      }
+      detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
+        const auto tl = detail::lanes_tile<Group, count>(x, t, shape_.kernel, lanes, w);
+        for (int r = 0; r < count; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
+      });
+    });
+  }
+
+  /// Groups in lanes, output rows `[oh0, oh1)` of `image`: the input window the rows read is
+  /// first copied, widened to f32 and zero-padded, so that every position takes every tap.
+  /// A padding tap then adds `0 * w`, which leaves every partial sum as it was (a sum that
+  /// starts at +0 is never -0): the same bits as skipping it, for finite weights (with a
+  /// non-finite weight `0 * w` is NaN, so such kernels take the skipping path).
+  template <int Group>
+  void lanes_padded(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t image, std::int64_t oh0,
+                    std::int64_t oh1) const {
+    constexpr int rows = detail::lanes_rows, w_lanes = detail::width;
+    const window_geometry& g = geometry_;
+    const std::int64_t k = g.kernel, s = g.stride, oc = shape_.out_channels, c = shape_.in_channels;
+    const std::int64_t ih0 = oh0 * s - g.pad_top, height = (oh1 - oh0 - 1) * s + k;
+    const std::int64_t iw0 = -g.pad_left, cols = (g.out_width - 1) * s + k;
+    const int lanes = static_cast<int>(pn.channels);
+    thread_local std::vector<float> window;  // (height, cols, lanes), zero outside the image
+    window.assign(static_cast<std::size_t>(height * cols * w_lanes), 0.0f);
+    for (std::int64_t ih = std::max<std::int64_t>(ih0, 0); ih < std::min(ih0 + height, g.in_height); ++ih)
+      for (std::int64_t iw = std::max<std::int64_t>(iw0, 0); iw < std::min(iw0 + cols, g.in_width); ++iw)
+        simd::store(window.data() + ((ih - ih0) * cols + iw - iw0) * w_lanes,
+                    simd::load_widened(in + ((image * g.in_height + ih) * g.in_width + iw) * c + pn.first, lanes));
+    const float* w = weights_.data() + pn.offset;
+    const detail::taps all{0, k, 0, k};
+    for (std::int64_t oh = oh0; oh < oh1; ++oh) {
+      detail::input_walk<float> x{window.data(), (oh - oh0) * s * cols * w_lanes, s * w_lanes, cols * w_lanes, w_lanes};
+      std::int64_t p = (image * g.out_height + oh) * g.out_width, n = g.out_width;
+      for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step) {
+        const auto tl = detail::lanes_tile<Group, rows>(x, all, k, w_lanes, w);
+        for (int r = 0; r < rows; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
+      }
+      detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
+        const auto tl = detail::lanes_tile<Group, count>(x, all, k, w_lanes, w);
+        for (int r = 0; r < count; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
+      });
+    }
+  }
+
+  void run_lanes_padded(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t image, std::int64_t oh0,
+                        std::int64_t oh1) const {
+    switch (cin_) {
+      case 1: lanes_padded<1>(in, out, e, pn, image, oh0, oh1); break;
+      case 2: lanes_padded<2>(in, out, e, pn, image, oh0, oh1); break;
+      case 4: if constexpr (detail::width > 4) lanes_padded<4>(in, out, e, pn, image, oh0, oh1); break;
+      default: if constexpr (detail::width > 8) lanes_padded<8>(in, out, e, pn, image, oh0, oh1); break;
+    }
+  }
+
+  void run_lanes(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+    switch (cin_) {
+      case 1: lanes_runs<1>(in, out, e, pn, p0, p1); break;
+      case 2: lanes_runs<2>(in, out, e, pn, p0, p1); break;
+      case 4: if constexpr (detail::width > 4) lanes_runs<4>(in, out, e, pn, p0, p1); break;
+      default: if constexpr (detail::width > 8) lanes_runs<8>(in, out, e, pn, p0, p1); break;
+    }
+  }
+
+  conv_shape shape_{};
+  window_geometry geometry_{};
+  std::int64_t cin_ = 0, cout_ = 0, panel_channels_ = 0;
+  std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;  // positions (or output rows) per item; items per panel
+  bool lanes_ = false, finite_ = true;
+  std::vector<panel> panels_;
+  std::vector<float> weights_;
+};
+
+}  // namespace IPU_SIMD_NAMESPACE
+}  // namespace ipu::kernels

@@ -1,0 +1,313 @@
+// The tests of the fast convolution (include/ipu/kernels/packed_conv.hpp) for one instruction
+// set, the one IPU_SIMD selects: conv_avx512.cpp, conv_avx2.cpp and conv_portable.cpp each
+// define IPU_SIMD and include this file once, so the same cases run on every instruction set
+// the target flags allow. Test names start with the instruction set.
+//
+// Each convolution is checked two ways:
+//   - against the double-precision reference (tests/support/reference.hpp), to 1e-5 in f32
+//     (more for sums of more than 256 products, see `tolerance`) and 1e-2 in f16 storage. The
+//     error is relative, values smaller than a tenth of the largest expected value being
+//     compared against that tenth (as tests/support/kernel_checks.hpp);
+//   - against the scalar kernels (`kernels::conv` per group, then `affine`, `add`, `relu`), bit
+//     for bit: packed_conv promises the scalar path's bits on every instruction set.
+// conv_portable.cpp also compares the outputs of the three instruction sets bit for bit.
+//
+// The fast kernels live in an inline namespace per instruction set (`ipu::kernels::avx512`, ...),
+// so everything here that calls them lives in `ipu_kernels_test::<instruction set>` too: the
+// three translation units then define distinct functions, and link into one program.
+#pragma once
+
+#include "kernels/conv_support.hpp"
+
+#include <ipu/kernels/packed_conv.hpp>
+#include <ipu/kernels/simd.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#if IPU_SIMD == IPU_SIMD_AVX512
+#define IPU_KERNELS_TEST_ISA "avx512"
+#define IPU_KERNELS_TEST_WIDTH 16
+#elif IPU_SIMD == IPU_SIMD_AVX2
+#define IPU_KERNELS_TEST_ISA "avx2"
+#define IPU_KERNELS_TEST_WIDTH 8
+#else
+#define IPU_KERNELS_TEST_ISA "portable"
+#define IPU_KERNELS_TEST_WIDTH 4
+#endif
+
+namespace ipu_kernels_test {
+
+// The outputs of `packed_conv` for `s` with seeded operands (`make_problem(s, seed)`), without
+// and then with every epilogue step, widened to float; in f16 storage when `half`. Defined at
+// the end of this file, so once by each instruction set's translation unit; compared by
+// conv_portable.cpp.
+namespace portable {
+std::vector<float> outputs_for(const conv_shape& s, bool half, std::uint32_t seed);
+}
+namespace avx2 {
+std::vector<float> outputs_for(const conv_shape& s, bool half, std::uint32_t seed);
+}
+namespace avx512 {
+std::vector<float> outputs_for(const conv_shape& s, bool half, std::uint32_t seed);
+}
+
+}  // namespace ipu_kernels_test
+
+namespace ipu_kernels_test::IPU_SIMD_NAMESPACE {
+
+/// `p` through `packed_conv` with the steps of `f` fused, on the calling thread.
+template <class T>
+std::vector<T> packed_path(const problem<T>& p, const fusion& f) {
+  const ipu::kernels::packed_conv<T> conv(p.shape, p.kernel);
+  std::vector<T> y(p.outputs());  // (N,OH,OW,O)
+  conv.run(p.input.data(), y.data(), epilogue_of(p, f));
+  return y;
+}
+
+template <class T>
+constexpr const char* type_name = std::is_same_v<T, float> ? "f32" : "f16";
+
+/// `c` with seeded operands and the steps of `f`: the fast kernels against the reference and,
+/// bit for bit, against the scalar kernels.
+template <class T>
+void check_shape(const named_shape& c, const fusion& f, std::uint32_t seed = 1) {
+  INFO(c.what << ": " << describe(c.shape) << ", " << describe(f) << ", " << type_name<T>);
+  const problem<T> p = make_problem<T>(c.shape, seed);
+  const std::vector<T> y = packed_path(p, f);
+  const double error = scaled_error(reference(p, f), y);
+  INFO("largest scaled relative error " << error << " (tolerance " << tolerance<T>(c.shape) << ")");
+  CHECK(error < tolerance<T>(c.shape));
+  const bit_difference d = compare_bits<T>(y, scalar_path(p, f), c.shape.out_channels);
+  INFO("against the scalar kernels: " << d.message);
+  CHECK(d.count == 0);
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " kernels are compiled for " IPU_KERNELS_TEST_ISA) {
+  namespace simd = ipu::kernels::simd;
+  CHECK(simd::name_of(simd::compiled_isa) == IPU_KERNELS_TEST_ISA);
+  CHECK(simd::vec::width == IPU_KERNELS_TEST_WIDTH);
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv matches the reference and the scalar kernels on ResNet-50 and ResNeXt-101 shapes") {
+  for (const named_shape& c : model_shapes) check_shape<float>(c, no_fusion);
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv matches the reference and the scalar kernels on odd shapes") {
+  for (const named_shape& c : odd_shapes) {
+    check_shape<float>(c, no_fusion);
+    check_shape<float>(c, full_fusion);
+  }
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv fused epilogues match the reference and the separate kernels") {
+  // Dense panels (several, partial), groups in lanes (a partial vector of them), the scalar
+  // kernels' 1x1 path, groups with more outputs than inputs, the stem.
+  static constexpr named_shape shapes[] = {
+      {"3x3 20->100 on 5x7", shape(5, 7, 20, 100, 3)},
+      {"3x3 32->32 8 groups of 4", shape(6, 7, 32, 32, 3, 1, 8)},
+      {"depthwise 3x3/2 20 channels on 9x9", shape(9, 9, 20, 20, 3, 2, 20)},
+      {"1x1 33->33 on 7x5", shape(7, 5, 33, 33, 1)},
+      {"3x3 8->12 2 groups batch 2", shape(6, 6, 8, 12, 3, 1, 2, 2)},
+      {"stem 7x7/2 3->64 on 29x29", shape(29, 29, 3, 64, 7, 2)},
+  };
+  static constexpr fusion fusions[] = {
+      {.bias = true},
+      {.affine = true},
+      {.residual = true},
+      {.relu = true},
+      {.bias = true, .relu = true},
+      {.affine = true, .relu = true},                         // conv, batch norm, relu
+      {.affine = true, .residual = true, .relu = true},       // the end of a bottleneck block
+      {.bias = true, .affine = true, .residual = true},
+      full_fusion,
+  };
+  for (const named_shape& c : shapes)
+    for (const fusion& f : fusions) {
+      check_shape<float>(c, f, 3);
+      check_shape<ipu::f16>(c, f, 3);
+    }
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv in f16 matches the reference and the scalar kernels") {
+  for (const named_shape& c : f16_shapes) {
+    check_shape<ipu::f16>(c, no_fusion);
+    check_shape<ipu::f16>(c, full_fusion);
+  }
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv with infinite weights gives the scalar kernels' bits") {
+  // With a weight that is not finite, a padding tap may not be computed as a zero input (0 * inf
+  // is NaN where the scalar kernels skip the tap): every group size in lanes, dense panels, the
+  // 1x1 path. Infinities only, no NaN: every NaN is then the default NaN, whichever operand an
+  // instruction returns.
+  static constexpr named_shape shapes[] = {
+      {"depthwise 3x3 20 channels on 7x7", shape(7, 7, 20, 20, 3, 1, 20)},
+      {"3x3/2 24->24 12 groups of 2 on 7x6", shape(7, 6, 24, 24, 3, 2, 12)},
+      {"3x3 32->32 8 groups of 4", shape(6, 7, 32, 32, 3, 1, 8)},
+      {"3x3 64->64 8 groups of 8 batch 2", shape(5, 5, 64, 64, 3, 1, 8, 2)},
+      {"3x3 20->33 on 5x6", shape(5, 6, 20, 33, 3)},
+      {"1x1 33->33 on 7x5", shape(7, 5, 33, 33, 1)},
+  };
+  const auto check = [&]<class T>(const named_shape& c, std::type_identity<T>) {
+    INFO(c.what << ": " << describe(c.shape) << ", " << type_name<T>);
+    problem<T> p = make_problem<T>(c.shape, 17);
+    // +inf at tap (0, 0) of output channel 0, -inf at the last tap of channel 1, both from the
+    // group's first input channel: outputs at the top-left corner skip the first as padding.
+    const std::int64_t oc = c.shape.out_channels, cin = c.shape.in_channels / c.shape.groups;
+    const std::int64_t last_tap = c.shape.kernel * c.shape.kernel - 1;
+    p.kernel[0] = std::numeric_limits<float>::infinity();
+    p.kernel[static_cast<std::size_t>(last_tap * cin * oc + 1)] = -std::numeric_limits<float>::infinity();
+    for (const fusion& f : {no_fusion, full_fusion}) {
+      INFO(describe(f));
+      const bit_difference d = compare_bits<T>(packed_path(p, f), scalar_path(p, f), oc);
+      INFO(d.message);
+      CHECK(d.count == 0);
+    }
+  };
+  for (const named_shape& c : shapes) {
+    check(c, std::type_identity<float>{});
+    check(c, std::type_identity<ipu::f16>{});
+  }
+}
+
+/// The work items of `c` write every output exactly once between them; run in reverse, in a
+/// seeded shuffle and on two threads taking every other item, they give the bits of `run`
+/// over every item in order.
+template <class T>
+void check_work_item_orders(const named_shape& c) {
+  INFO(c.what << ": " << describe(c.shape) << ", " << type_name<T>);
+  const problem<T> p = make_problem<T>(c.shape, 5);
+  const ipu::kernels::packed_conv<T> conv(p.shape, p.kernel);
+  const ipu::kernels::epilogue<T> e = epilogue_of(p, full_fusion);
+  const std::int64_t items = conv.work_items();
+  INFO(items << " work items");
+  REQUIRE(items > 1);
+  std::vector<T> whole(p.outputs(), T(0.0f));  // (N,OH,OW,O)
+  conv.run(p.input.data(), whole.data(), e);
+
+  {  // Each item alone, on a NaN fill that no output equals: which outputs it writes.
+    const T unwritten = std::numeric_limits<T>::quiet_NaN();
+    std::vector<int> writes(p.outputs(), 0);
+    std::vector<T> y(p.outputs());
+    for (std::int64_t i = 0; i < items; ++i) {
+      std::fill(y.begin(), y.end(), unwritten);
+      conv.run(p.input.data(), y.data(), e, i);
+      for (std::size_t j = 0; j < y.size(); ++j) writes[j] += std::memcmp(&y[j], &unwritten, sizeof(T)) != 0;
+    }
+    const auto once = static_cast<std::size_t>(std::count(writes.begin(), writes.end(), 1));
+    INFO(writes.size() - once << " outputs are written by no item or by several, e.g. output "
+                              << std::find_if(writes.begin(), writes.end(), [](int w) { return w != 1; }) - writes.begin());
+    CHECK(once == writes.size());
+  }
+
+  const auto check_order = [&](const char* order, auto&& run_items) {
+    INFO("items " << order);
+    std::vector<T> y(p.outputs(), T(7.0f));  // another fill: an output no item writes differs
+    run_items(y.data());
+    const bit_difference d = compare_bits<T>(y, whole, c.shape.out_channels);
+    INFO(d.message);
+    CHECK(d.count == 0);
+  };
+  check_order("in reverse", [&](T* y) {
+    for (std::int64_t i = items - 1; i >= 0; --i) conv.run(p.input.data(), y, e, i);
+  });
+  check_order("shuffled", [&](T* y) {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(items));
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    std::shuffle(order.begin(), order.end(), std::mt19937(9));
+    for (std::int64_t i : order) conv.run(p.input.data(), y, e, i);
+  });
+  check_order("on two threads", [&](T* y) {
+    const auto every_other = [&](std::int64_t first) {
+      for (std::int64_t i = first; i < items; i += 2) conv.run(p.input.data(), y, e, i);
+    };
+    std::thread other(every_other, std::int64_t{1});
+    every_other(0);
+    other.join();
+  });
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in any order and on any thread") {
+  // Dense panels with work items that end inside images and rows; groups in lanes.
+  check_work_item_orders<float>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
+  check_work_item_orders<float>({"3x3 128->128 32 groups batch 2", shape(6, 6, 128, 128, 3, 1, 32, 2)});
+  check_work_item_orders<float>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
+  check_work_item_orders<float>({"3x3 64->64 16 groups of 4 on 48x48", shape(48, 48, 64, 64, 3, 1, 16)});
+  check_work_item_orders<ipu::f16>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
+  check_work_item_orders<ipu::f16>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects invalid shapes") {
+  using ipu::kernels::packed_conv;
+  const auto kernel_of = [](const conv_shape& s) {
+    return std::vector<float>(static_cast<std::size_t>(s.kernel * s.kernel * (s.in_channels / s.groups) * s.out_channels));
+  };
+  const conv_shape valid = shape(5, 6, 8, 12, 3, 2, 4, 2);
+  CHECK_NOTHROW(packed_conv<float>(valid, kernel_of(valid)));
+  CHECK_NOTHROW(packed_conv<ipu::f16>(valid, kernel_of(valid)));
+
+  // Zero and negative extents, each in turn (a zero stride has a test of its own, below).
+  for (std::int64_t conv_shape::*extent : {&conv_shape::batch, &conv_shape::in_height, &conv_shape::in_width,
+                                           &conv_shape::in_channels, &conv_shape::out_channels, &conv_shape::kernel,
+                                           &conv_shape::stride, &conv_shape::groups})
+    for (std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}}) {
+      if (extent == &conv_shape::stride && bad == 0) continue;
+      conv_shape s = valid;
+      s.*extent = bad;
+      INFO(describe(s));
+      CHECK_THROWS_AS(packed_conv<float>(s, kernel_of(valid)), std::invalid_argument);
+      CHECK_THROWS_AS(packed_conv<ipu::f16>(s, kernel_of(valid)), std::invalid_argument);
+    }
+
+  // Groups that do not divide the input or the output channels.
+  for (const conv_shape& s : {shape(5, 5, 6, 8, 3, 1, 4), shape(5, 5, 8, 6, 3, 1, 4), shape(5, 5, 8, 8, 3, 1, 3),
+                              shape(5, 5, 4, 4, 3, 1, 8)}) {
+    INFO(describe(s));
+    CHECK_THROWS_AS(packed_conv<float>(s, std::vector<float>(9 * 8)), std::invalid_argument);
+  }
+
+  // Kernels of the wrong size.
+  const std::size_t size = kernel_of(valid).size();
+  for (std::size_t wrong : {std::size_t{0}, size - 1, size + 1, size * 4}) {
+    INFO(wrong << " weights instead of " << size);
+    CHECK_THROWS_AS(packed_conv<float>(valid, std::vector<float>(wrong)), std::invalid_argument);
+    CHECK_THROWS_AS(packed_conv<ipu::f16>(valid, std::vector<float>(wrong)), std::invalid_argument);
+  }
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects a zero stride") {
+  // Apart because a shape's output size divides by the stride: a kernel that computes it before
+  // checking the stride dies of SIGFPE, which ends the test program.
+  conv_shape s = shape(5, 5, 8, 8, 3);
+  s.stride = 0;
+  CHECK_THROWS_AS(ipu::kernels::packed_conv<float>(s, std::vector<float>(3 * 3 * 8 * 8)), std::invalid_argument);
+}
+
+std::vector<float> outputs_for(const conv_shape& s, bool half, std::uint32_t seed) {
+  std::vector<float> out;
+  const auto append = [&]<class T>(std::type_identity<T>) {
+    const problem<T> p = make_problem<T>(s, seed);
+    for (const fusion& f : {no_fusion, full_fusion})
+      for (const T& y : packed_path(p, f)) out.push_back(static_cast<float>(y));
+  };
+  if (half) {
+    append(std::type_identity<ipu::f16>{});
+  } else {
+    append(std::type_identity<float>{});
+  }
+  return out;
+}
+
+}  // namespace ipu_kernels_test::IPU_SIMD_NAMESPACE

@@ -186,7 +186,8 @@ inline tile<Rows, 1> lanes_tile(const input_walk<T>& x, const taps& t, std::int6
 /// items (see `work_items`) that any threads may run in any order.
 ///
 /// Construction packs the weights (`O(weights)`); `run` reads NHWC `T` input and writes NHWC
-/// `T` output, never allocating for f32 and using a small per-thread buffer for f16.
+/// `T` output. The groups-in-lanes path, and the dense path on f16 input, copy the input an
+/// item reads into a per-thread buffer, which grows to the largest item and is then reused.
 template <class T>
 class packed_conv {
  public:

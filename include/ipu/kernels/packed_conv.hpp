@@ -201,7 +201,7 @@ class packed_conv {
     geometry_ = s.geometry();
     cin_ = s.in_channels / s.groups;
     cout_ = s.out_channels / s.groups;
-    lanes_ = cin_ == cout_ && cin_ < detail::width && detail::width % cin_ == 0 && (cin_ & (cin_ - 1)) == 0;
+    lanes_ = cin_ == cout_ && cin_ < detail::width && detail::width % cin_ == 0;  // width is a power of two
     lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
     finite_ = std::all_of(kernel.begin(), kernel.end(), [](float x) { return std::isfinite(x); });
     const std::int64_t per_position = 2 * s.kernel * s.kernel * cin_ * panel_channels_;
@@ -398,22 +398,43 @@ class packed_conv {
     }
   }
 
-  template <int Group>
-  void lanes_runs(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+  /// Groups in lanes: `n` positions from `p` that share their taps, `x` at the first; each
+  /// input vector loads `loaded` lanes.
+  template <int Group, class In>
+  void lanes_span(detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, int loaded,
+                  const panel& pn, const epilogue<T>& e, T* out) const {
     constexpr int rows = detail::lanes_rows;
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
     const int lanes = static_cast<int>(pn.channels);
-    for_each_run(source<T>{in, 0, shape_.in_channels, pn.in_first}, p0, p1,
-                 [&](detail::input_walk<T> x, const detail::taps& t, std::int64_t p, std::int64_t n) {
-      for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step) {
-        const auto tl = detail::lanes_tile<Group, rows>(x, t, shape_.kernel, lanes, w);
-        for (int r = 0; r < rows; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
-      }
-      detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
-        const auto tl = detail::lanes_tile<Group, count>(x, t, shape_.kernel, lanes, w);
-        for (int r = 0; r < count; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
-      });
+    const auto finish_tile = [&](const auto& tl, int count) {
+      for (int r = 0; r < count; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
+    };
+    for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step)
+      finish_tile(detail::lanes_tile<Group, rows>(x, t, shape_.kernel, loaded, w), rows);
+    detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
+      finish_tile(detail::lanes_tile<Group, count>(x, t, shape_.kernel, loaded, w), count);
+    });
+  }
+
+  /// `f(std::integral_constant<int, Group>{})` for this convolution's channels per group.
+  template <class F>
+  void with_group(F&& f) const {
+    switch (cin_) {
+      case 1: f(std::integral_constant<int, 1>{}); break;
+      case 2: f(std::integral_constant<int, 2>{}); break;
+      case 4: if constexpr (detail::width > 4) f(std::integral_constant<int, 4>{}); break;
+      default: if constexpr (detail::width > 8) f(std::integral_constant<int, 8>{}); break;
+    }
+  }
+
+  /// Groups in lanes over positions `[p0, p1)`, edge positions skipping their outside taps.
+  void run_lanes(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+    with_group([&](auto group) {
+      for_each_run(source<T>{in, 0, shape_.in_channels, pn.in_first}, p0, p1,
+                   [&](detail::input_walk<T> x, const detail::taps& t, std::int64_t p, std::int64_t n) {
+                     lanes_span<decltype(group)::value>(x, t, p, n, static_cast<int>(pn.channels), pn, e, out);
+                   });
     });
   }
 
@@ -422,12 +443,11 @@ class packed_conv {
   /// A padding tap then adds `0 * w`, which leaves every partial sum as it was (a sum that
   /// starts at +0 is never -0): the same bits as skipping it, for finite weights (with a
   /// non-finite weight `0 * w` is NaN, so such kernels take the skipping path).
-  template <int Group>
-  void lanes_padded(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t image, std::int64_t oh0,
-                    std::int64_t oh1) const {
-    constexpr int rows = detail::lanes_rows, w_lanes = detail::width;
+  void run_lanes_padded(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t image, std::int64_t oh0,
+                        std::int64_t oh1) const {
+    constexpr int w_lanes = detail::width;
     const window_geometry& g = geometry_;
-    const std::int64_t k = g.kernel, s = g.stride, oc = shape_.out_channels, c = shape_.in_channels;
+    const std::int64_t k = g.kernel, s = g.stride, c = shape_.in_channels;
     const std::int64_t ih0 = oh0 * s - g.pad_top, height = (oh1 - oh0 - 1) * s + k;
     const std::int64_t iw0 = -g.pad_left, cols = (g.out_width - 1) * s + k;
     const int lanes = static_cast<int>(pn.channels);
@@ -437,39 +457,13 @@ class packed_conv {
       for (std::int64_t iw = std::max<std::int64_t>(iw0, 0); iw < std::min(iw0 + cols, g.in_width); ++iw)
         simd::store(window.data() + ((ih - ih0) * cols + iw - iw0) * w_lanes,
                     simd::load_widened(in + ((image * g.in_height + ih) * g.in_width + iw) * c + pn.first, lanes));
-    const float* w = weights_.data() + pn.offset;
     const detail::taps all{0, k, 0, k};
-    for (std::int64_t oh = oh0; oh < oh1; ++oh) {
-      detail::input_walk<float> x{window.data(), (oh - oh0) * s * cols * w_lanes, s * w_lanes, cols * w_lanes, w_lanes};
-      std::int64_t p = (image * g.out_height + oh) * g.out_width, n = g.out_width;
-      for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step) {
-        const auto tl = detail::lanes_tile<Group, rows>(x, all, k, w_lanes, w);
-        for (int r = 0; r < rows; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
+    with_group([&](auto group) {
+      for (std::int64_t oh = oh0; oh < oh1; ++oh) {
+        const detail::input_walk<float> x{window.data(), (oh - oh0) * s * cols * w_lanes, s * w_lanes, cols * w_lanes, w_lanes};
+        lanes_span<decltype(group)::value>(x, all, (image * g.out_height + oh) * g.out_width, g.out_width, w_lanes, pn, e, out);
       }
-      detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
-        const auto tl = detail::lanes_tile<Group, count>(x, all, k, w_lanes, w);
-        for (int r = 0; r < count; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
-      });
-    }
-  }
-
-  void run_lanes_padded(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t image, std::int64_t oh0,
-                        std::int64_t oh1) const {
-    switch (cin_) {
-      case 1: lanes_padded<1>(in, out, e, pn, image, oh0, oh1); break;
-      case 2: lanes_padded<2>(in, out, e, pn, image, oh0, oh1); break;
-      case 4: if constexpr (detail::width > 4) lanes_padded<4>(in, out, e, pn, image, oh0, oh1); break;
-      default: if constexpr (detail::width > 8) lanes_padded<8>(in, out, e, pn, image, oh0, oh1); break;
-    }
-  }
-
-  void run_lanes(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
-    switch (cin_) {
-      case 1: lanes_runs<1>(in, out, e, pn, p0, p1); break;
-      case 2: lanes_runs<2>(in, out, e, pn, p0, p1); break;
-      case 4: if constexpr (detail::width > 4) lanes_runs<4>(in, out, e, pn, p0, p1); break;
-      default: if constexpr (detail::width > 8) lanes_runs<8>(in, out, e, pn, p0, p1); break;
-    }
+    });
   }
 
   conv_shape shape_{};

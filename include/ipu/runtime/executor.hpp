@@ -256,13 +256,16 @@ class executor {
       const node& head = prog_.at(j);
       fused_end_[static_cast<std::size_t>(j)] = j;
       if (!packed || (head.kind != op::conv && head.kind != op::dense)) continue;
+      // The epilogue's order: batch norm, add, ReLU, each at most once.
+      const auto rank = [](op kind) {
+        return kind == op::batch_norm ? 1 : kind == op::add ? 2 : kind == op::relu ? 3 : 0;
+      };
       int end = j;
       op last = head.kind;
       for (int k = j + 1; k < count; ++k) {
         const node& n = prog_.at(k);
         const bool reads_end = n.input == end || n.shortcut == end;
-        const bool in_order = (n.kind == op::batch_norm && last != op::batch_norm && last != op::add && last != op::relu) ||
-                              (n.kind == op::add && last != op::add && last != op::relu) || (n.kind == op::relu && last != op::relu);
+        const bool in_order = rank(n.kind) > rank(last);
         const int other = n.kind == op::add ? (n.input == end ? n.shortcut : n.input) : -1;
         if (!reads_end || !in_order || readers[static_cast<std::size_t>(end)] != 1 || n.ipu != head.ipu ||
             (n.kind == op::add && (other >= j || other == end)) || (n.kind == op::relu && n.input != end))

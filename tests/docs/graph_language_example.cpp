@@ -1,12 +1,12 @@
-// The example at the top of docs/graph-language.md, compiled. Keep the two in step.
+// The example at the top of docs/graph-language.md, compiled. Keep the two in step
+// (tests/docs/examples_in_step.py checks that they are).
 #include <ipu/ipu.hpp>
+namespace nn = ipu::nn;
 
 #include <catch2/catch.hpp>
 
 #include <array>
 #include <cstdint>
-
-namespace nn = ipu::nn;
 
 namespace {
 constexpr auto net = ipu::input<ipu::f32, 8, 32, 32, 3>            // batch 8, 32x32 RGB, NHWC
@@ -17,8 +17,10 @@ constexpr auto net = ipu::input<ipu::f32, 8, 32, 32, 3>            // batch 8, 3
 using net_t = decltype(net);
 
 static_assert(ipu::output_shape_v<net_t> == std::array<std::int64_t, 2>{8, 10});
+static_assert(ipu::param_count_v<net_t> == 19'818);
+
 // By hand: 3*3*3*32 + 64 + 2 * (3*3*32*32 + 64) + 32*10 + 10.
-static_assert(ipu::param_count_v<net_t> == 864 + 64 + 2 * (9216 + 64) + 330);
+static_assert(864 + 64 + 2 * (9216 + 64) + 330 == 19'818);
 }  // namespace
 
 TEST_CASE("graph language guide: paths and placement of the example", "[docs]") {

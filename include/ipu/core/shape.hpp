@@ -11,8 +11,8 @@ namespace ipu {
 
 /// Extents of a tensor; `dim[0..rank)` are meaningful, the rest are zero.
 struct shape {
-  int rank = 0;
-  std::array<std::int64_t, 4> dim{};
+  int rank = 0;                      ///< number of meaningful extents, 0 to 4
+  std::array<std::int64_t, 4> dim{};  ///< the extents, outermost first (N, H, W, C for NHWC)
 
   /// Number of elements (1 for rank 0).
   constexpr std::int64_t elements() const noexcept {
@@ -24,14 +24,15 @@ struct shape {
   constexpr std::int64_t channels() const noexcept {
     return rank > 0 ? dim[static_cast<std::size_t>(rank - 1)] : 0;
   }
+  /// True when the ranks and all four entries of `dim` are equal.
   constexpr bool operator==(const shape&) const = default;
 };
 
-/// An NHWC shape.
+/// The rank-4 shape `[n, h, w, c]`.
 constexpr shape nhwc(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c) noexcept {
   return {4, {n, h, w, c}};
 }
-/// An NC shape.
+/// The rank-2 shape `[n, c]`.
 constexpr shape nc(std::int64_t n, std::int64_t c) noexcept { return {2, {n, c, 0, 0}}; }
 
 /// Prints `[4, 56, 56, 256]`.

@@ -19,19 +19,29 @@ namespace ipu {
 
 /// A host tensor of `T` with the static extents `Dims...` (row-major, last extent innermost).
 /// Owns its storage; copyable and movable; zero-initialised.
+///
+/// \tparam T     element type, `ipu::f32` or `ipu::f16`
+/// \tparam Dims  extents, outermost first; at least one, each positive
 template <ElementType T, std::int64_t... Dims>
   requires(sizeof...(Dims) > 0 && ((Dims > 0) && ...))
 class tensor {
  public:
+  /// The element type `T`.
   using value_type = T;
+  /// Number of extents (axes).
   static constexpr std::size_t rank = sizeof...(Dims);
+  /// The extents `Dims...`, outermost first.
   static constexpr std::array<std::int64_t, rank> extents{Dims...};
+  /// Number of elements: the product of the extents.
   static constexpr std::int64_t elements = (Dims * ...);
+  /// Size of the element storage in bytes (`elements * sizeof(T)`).
   static constexpr std::int64_t bytes = elements * static_cast<std::int64_t>(sizeof(T));
 
+  /// A tensor of `elements` zeros.
   tensor() : data_(static_cast<std::size_t>(elements)) {}
 
-  /// A tensor holding `values`, which must have exactly `elements` values.
+  /// A tensor holding `values`, which must have exactly `elements` values; throws
+  /// `std::invalid_argument` otherwise.
   explicit tensor(std::span<const T> values) : tensor() { assign(values); }
 
   /// Copies `values` in; throws `std::invalid_argument` unless there are exactly `elements`.
@@ -42,16 +52,26 @@ class tensor {
     std::copy(values.begin(), values.end(), data_.begin());
   }
 
+  /// Pointer to the first of the `elements` contiguous elements, in row-major order.
   T* data() noexcept { return data_.data(); }
+  /// Read-only pointer to the first of the `elements` contiguous elements, in row-major order.
   const T* data() const noexcept { return data_.data(); }
+  /// Number of elements, as a `std::size_t` (equal to `elements`).
   static constexpr std::size_t size() noexcept { return static_cast<std::size_t>(elements); }
+  /// The extents, outermost first (the array `extents`).
   static constexpr const std::array<std::int64_t, rank>& shape() noexcept { return extents; }
 
+  /// Iterator to the first element in row-major order.
   T* begin() noexcept { return data(); }
+  /// Iterator one past the last element.
   T* end() noexcept { return data() + size(); }
+  /// Read-only iterator to the first element in row-major order.
   const T* begin() const noexcept { return data(); }
+  /// Read-only iterator one past the last element.
   const T* end() const noexcept { return data() + size(); }
+  /// All `elements` elements, in row-major order.
   std::span<T> span() noexcept { return {data(), size()}; }
+  /// All `elements` elements, in row-major order, read-only.
   std::span<const T> span() const noexcept { return {data(), size()}; }
 
   /// Element at the multi-index `i...` (one index per extent), unchecked.
@@ -60,6 +80,7 @@ class tensor {
   T& operator()(I... i) noexcept {
     return data_[offset({static_cast<std::int64_t>(i)...})];
   }
+  /// Read-only element at the multi-index `i...` (one index per extent), unchecked.
   template <std::integral... I>
     requires(sizeof...(I) == rank)
   const T& operator()(I... i) const noexcept {
@@ -76,16 +97,19 @@ class tensor {
                                 std::to_string(k) + " is outside " + shape_string());
     return data_[offset(index)];
   }
+  /// Element at flat row-major position \p i (`0 <= i < size()`), unchecked.
   T& operator[](std::size_t i) noexcept { return data_[i]; }
+  /// Read-only element at flat row-major position \p i (`0 <= i < size()`), unchecked.
   const T& operator[](std::size_t i) const noexcept { return data_[i]; }
 
-  /// `"[4, 224, 224, 4]"`.
+  /// The extents in brackets, for messages: `"[4, 224, 224, 4]"`.
   static std::string shape_string() {
     std::string s = "[";
     for (std::size_t k = 0; k < rank; ++k) s += (k ? ", " : "") + std::to_string(extents[k]);
     return s + "]";
   }
 
+  /// True when every element compares equal (so a tensor holding a NaN never equals itself).
   friend bool operator==(const tensor&, const tensor&) = default;
 
  private:

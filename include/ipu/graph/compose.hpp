@@ -64,11 +64,15 @@ template <class... A, class... B> struct concat<nn::seq_t<A...>, nn::seq_t<B...>
 template <ElementType DType, int N, int H, int W, int C>
   requires(N > 0 && H > 0 && W > 0 && C > 0)
 struct input_spec {
-  using element_type = DType;
+  using element_type = DType;  ///< the graph's element type, `ipu::f32` or `ipu::f16`
 };
 
 /// A graph: its input, then its blocks in order. Users get one from `ipu::input<...> | ...`
 /// and name its type with `decltype`; every query strips `const` from it.
+///
+/// \tparam Input   the `input_spec`
+/// \tparam Blocks  the layers and compound blocks after the input, flattened one level
+///                 (`graph | a | b` is `graph<Input, A, B>`)
 template <class Input, class... Blocks>
 struct graph {};
 

@@ -11,31 +11,43 @@
 #include <cstddef>
 #include <cstdint>
 
+/// The class templates of the graph language's compile errors and their labelled arguments.
 namespace ipu::diag {
 
 /// The path of the layer at fault, as a template argument both compilers print as a string.
 template <std::size_t N>
 struct in_layer {
-  char path[N]{};
+  char path[N]{};  ///< the path's `N - 1` characters and a terminating NUL
+  /// Copies the first `N - 1` characters of \p p (its whole path when `N == p.length + 1`).
   consteval explicit in_layer(const path_string& p) {
     for (std::size_t i = 0; i + 1 < N; ++i) path[i] = p.text[i];
   }
 };
 
+/// Channels of a conv's input, as a labelled template argument.
 struct input_channels { std::int64_t value; };
+/// A conv's output channels, as a labelled template argument.
 struct filters { std::int64_t value; };
+/// A conv's groups, as a labelled template argument.
 struct groups { std::int64_t value; };
+/// A pooling window's height and width, as a labelled template argument.
 struct window_size { std::int64_t value; };
+/// The height of a layer's input, as a labelled template argument.
 struct input_height { std::int64_t value; };
+/// The width of a layer's input, as a labelled template argument.
 struct input_width { std::int64_t value; };
+/// The longest path a node may have (`path_string::capacity`), as a labelled template argument.
 struct max_characters { std::int64_t value; };
-/// An NHWC shape as a labelled template argument.
+/// An NHWC shape as a labelled template argument: the output of a residual's body.
 struct body_output_nhwc { std::int64_t n, h, w, c; };
+/// An NHWC shape as a labelled template argument: the output of a residual's shortcut.
 struct shortcut_output_nhwc { std::int64_t n, h, w, c; };
+/// An NHWC shape as a labelled template argument: a layer's input.
 struct input_nhwc { std::int64_t n, h, w, c; };
 /// An NC (rank-2) shape as a labelled template argument.
 struct input_nc { std::int64_t n, c; };
 
+/// Error: a conv's input channels or filters are not divisible by its groups.
 template <auto Layer, input_channels In, filters Out, groups G>
 struct conv_groups_must_divide_channels {
   static_assert(In.value % G.value == 0 && Out.value % G.value == 0,
@@ -43,6 +55,7 @@ struct conv_groups_must_divide_channels {
   static constexpr bool value = false;
 };
 
+/// Error: a residual's body and shortcut give different shapes.
 template <auto Layer, body_output_nhwc Body, shortcut_output_nhwc Shortcut>
 struct residual_branches_must_have_equal_shapes {
   static_assert(Body.n == Shortcut.n && Body.h == Shortcut.h && Body.w == Shortcut.w && Body.c == Shortcut.c,
@@ -51,6 +64,7 @@ struct residual_branches_must_have_equal_shapes {
   static constexpr bool value = false;
 };
 
+/// Error: `nn::dense` on a 4-D tensor.
 template <auto Layer, input_nhwc In>
 struct dense_needs_a_2d_input {
   static_assert(In.h == 0 && In.w == 0,
@@ -59,12 +73,14 @@ struct dense_needs_a_2d_input {
   static constexpr bool value = false;
 };
 
+/// Error: a conv or pooling layer on an `[N, C]` tensor.
 template <auto Layer, input_nc In>
 struct layer_needs_a_4d_input {
   static_assert(In.n < 0, "ipu: conv and pooling layers need an NHWC input, this one gets an NC tensor");
   static constexpr bool value = false;
 };
 
+/// Error: a pooling window larger than its input.
 template <auto Layer, window_size Window, input_height H, input_width W>
 struct pool_window_must_fit_input {
   static_assert(Window.value <= H.value && Window.value <= W.value,
@@ -72,6 +88,7 @@ struct pool_window_must_fit_input {
   static constexpr bool value = false;
 };
 
+/// Error: a node path longer than `path_string::capacity`; `Layer` holds the path cut to it.
 template <auto Layer, max_characters Max>
 struct layer_path_too_long {
   static_assert(Max.value < 0, "ipu: a node path is longer than ipu::path_string::capacity; use shorter scope names");

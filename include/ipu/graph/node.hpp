@@ -37,12 +37,13 @@ constexpr std::string_view name_of(op o) noexcept {
   return names[static_cast<int>(o)];
 }
 
-/// Hyper-parameters of a layer, as its type states them.
+/// Hyper-parameters of a layer, as its type states them. Fields a layer does not use keep
+/// their defaults.
 struct layer_params {
-  op kind{};
+  op kind{};        ///< the layer's operation
   int filters = 0;  ///< output channels of a conv, units of a dense layer
   int kernel = 0;   ///< kernel or window size (square)
-  int stride = 1;
+  int stride = 1;   ///< stride of a conv or pooling window, the same along height and width
   int groups = 1;  ///< conv groups (cardinality)
 };
 
@@ -50,7 +51,7 @@ struct layer_params {
 ///
 /// Nodes are in execution order; a node's inputs always precede it. Node 0 is the input.
 struct node {
-  op kind{};
+  op kind{};               ///< the operation the node performs
   path_string path{};      ///< e.g. `stage3.block2.conv2`
   int input = -1;          ///< node producing the (main) input; -1 for the input node
   int shortcut = -1;       ///< for `op::add`: node producing the shortcut branch

@@ -23,6 +23,7 @@ template <class Acc>
 inline Acc accumulate(Acc acc, float x, float w) noexcept {
   return static_cast<Acc>(madd(x, w, widen(acc)));
 }
+/// The f32 case: `madd(x, w, acc)`, with no further rounding.
 template <>
 inline float accumulate<float>(float acc, float x, float w) noexcept {
   return madd(x, w, acc);

@@ -38,13 +38,35 @@ namespace ipu::kernels {
 /// `[kernel][kernel][in_channels / groups][out_channels]`. A dense layer is a 1x1 convolution
 /// on 1x1 images.
 struct conv_shape {
+  /// \var batch
+  /// Images.
+  /// \var in_height
+  /// Rows of each input image.
+  /// \var in_width
+  /// Columns of each input image.
+  /// \var in_channels
+  /// Channels of each input pixel, all groups together.
   std::int64_t batch = 1, in_height = 1, in_width = 1, in_channels = 1;
+  /// \var out_channels
+  /// Channels of each output pixel, all groups together.
+  /// \var kernel
+  /// Side of the square kernel, in pixels.
+  /// \var stride
+  /// Pixels from one window to the next, along rows and columns.
+  /// \var groups
+  /// Channel groups: the input and output channels split into `groups` equal runs, and
+  /// output group `g` reads input group `g` only; 1 for an ordinary convolution. Must divide
+  /// `in_channels` and `out_channels`.
   std::int64_t out_channels = 1, kernel = 1, stride = 1, groups = 1;
 
+  /// Rows of each output image: `ceil(in_height / stride)`, as SAME padding gives.
   constexpr std::int64_t out_height() const noexcept { return (in_height + stride - 1) / stride; }
+  /// Columns of each output image: `ceil(in_width / stride)`, as SAME padding gives.
   constexpr std::int64_t out_width() const noexcept { return (in_width + stride - 1) / stride; }
   /// Output positions over all images.
   constexpr std::int64_t positions() const noexcept { return batch * out_height() * out_width(); }
+  /// The sliding-window geometry, with SAME padding, that `for_each_tap` and `kernels::conv`
+  /// take.
   constexpr window_geometry geometry() const noexcept {
     return window_geometry::same(in_height, in_width, out_height(), out_width(), kernel, stride);
   }
@@ -52,19 +74,22 @@ struct conv_shape {
   constexpr double flops() const noexcept {
     return 2.0 * static_cast<double>(positions() * out_channels * kernel * kernel * (in_channels / groups));
   }
+  /// True when every field is equal.
   friend constexpr bool operator==(const conv_shape&, const conv_shape&) = default;
 };
 
 /// What happens to each convolution output before it is stored, in this order, each step
 /// rounded to `T` as the separate layer would round it: `+ bias`, then `* scale + shift`
 /// (batch norm folded), then `+ residual`, then `max(·, 0)`. Null pointers skip a step.
+///
+/// \tparam T  the element type of the output and the residual: `float` or `ipu::f16`
 template <class T>
 struct epilogue {
   const float* bias = nullptr;      ///< `out_channels` values
   const float* scale = nullptr;     ///< `out_channels` values; with `shift`
   const float* shift = nullptr;     ///< `out_channels` values; with `scale`
   const T* residual = nullptr;      ///< a tensor shaped as the output (NHWC)
-  bool relu = false;
+  bool relu = false;                ///< apply ReLU last (NaN gives +0, as `kernels::relu`)
 };
 
 inline namespace IPU_SIMD_NAMESPACE {
@@ -188,9 +213,12 @@ inline tile<Rows, 1> lanes_tile(const input_walk<T>& x, const taps& t, std::int6
 /// Construction packs the weights (`O(weights)`); `run` reads NHWC `T` input and writes NHWC
 /// `T` output. The groups-in-lanes path, and the dense path on f16 input, copy the input an
 /// item reads into a per-thread buffer, which grows to the largest item and is then reused.
+///
+/// \tparam T  the element type of the input and output: `float` or `ipu::f16`
 template <class T>
 class packed_conv {
  public:
+  /// No weights and no work items: `run` does nothing.
   packed_conv() = default;
 
   /// Packs `kernel` (HWIO, `[kernel][kernel][in_channels / groups][out_channels]`, f32).
@@ -217,6 +245,7 @@ class packed_conv {
     }
   }
 
+  /// The shape the weights were packed for.
   const conv_shape& shape() const noexcept { return shape_; }
   /// The number of independent pieces of work: panels of output channels by runs of positions.
   std::int64_t work_items() const noexcept { return static_cast<std::int64_t>(panels_.size()) * chunks_; }

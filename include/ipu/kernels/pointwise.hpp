@@ -30,11 +30,19 @@ void affine(const T* x, T* y, std::int64_t n, const W* scale, const W* shift) no
   for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(madd(widen(x[i]), widen(scale[i]), widen(shift[i])));
 }
 
-/// Folds batch-norm statistics into the scale and shift `affine` applies:
-/// `scale' = scale / sqrt(variance + epsilon)`, `shift' = shift - mean * scale'`.
+/// One channel's batch norm folded for inference: the scale and shift `affine` applies, as
+/// `fold_batch_norm` computes them. The defaults are the identity.
 struct folded_norm {
+  /// \var scale
+  /// The factor: `scale / sqrt(variance + epsilon)` of the batch norm's parameters.
+  /// \var shift
+  /// The term added after scaling: `shift - mean * scale'`, with `scale'` the factor above.
   double scale = 1, shift = 0;
 };
+/// Folds batch-norm statistics into the scale and shift `affine` applies:
+/// `scale' = scale / sqrt(variance + epsilon)`, `shift' = shift - mean * scale'`, in double
+/// precision, for one channel. `scale` and `shift` are the learned gamma and beta, `mean` and
+/// `variance` the statistics the batch norm normalises with.
 inline folded_norm fold_batch_norm(double scale, double shift, double mean, double variance, double epsilon) {
   const double s = scale / std::sqrt(variance + epsilon);
   return {s, shift - mean * s};

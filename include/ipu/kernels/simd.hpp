@@ -25,10 +25,21 @@
 #include <immintrin.h>
 #endif
 
+/// Value of `IPU_SIMD` that selects the portable kernels: plain C++ on vectors of 4 floats,
+/// for any target. The three values are ordered, narrowest set first.
 #define IPU_SIMD_PORTABLE 0
+/// Value of `IPU_SIMD` that selects the AVX2 kernels: vectors of 8 floats. Needs `-mavx2
+/// -mfma` (e.g. `-march=x86-64-v3`).
 #define IPU_SIMD_AVX2 2
+/// Value of `IPU_SIMD` that selects the AVX-512 kernels: vectors of 16 floats. Needs
+/// `-mavx512f` (e.g. `-march=x86-64-v4`).
 #define IPU_SIMD_AVX512 3
 
+/// \def IPU_SIMD_TARGET
+/// The widest instruction set the target flags enable: `IPU_SIMD_AVX512` when the compiler
+/// defines `__AVX512F__`, else `IPU_SIMD_AVX2` when it defines both `__AVX2__` and `__FMA__`,
+/// else `IPU_SIMD_PORTABLE`. Set by this header from the compiler's predefined macros; do not
+/// define it.
 #if defined(__AVX512F__)
 #define IPU_SIMD_TARGET IPU_SIMD_AVX512
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -37,6 +48,16 @@
 #define IPU_SIMD_TARGET IPU_SIMD_PORTABLE
 #endif
 
+/// \def IPU_SIMD
+/// The instruction set the fast kernels are compiled for: `IPU_SIMD_AVX512`, `IPU_SIMD_AVX2`
+/// or `IPU_SIMD_PORTABLE`; by default `IPU_SIMD_TARGET`, the widest the target flags enable.
+///
+/// To choose a narrower set, define it before the first include of an ipu header, e.g.
+/// `-DIPU_SIMD=IPU_SIMD_AVX2`. The value is evaluated only after this header has defined the
+/// three values and `IPU_SIMD_TARGET`, so it may refer to them. A set above `IPU_SIMD_TARGET`,
+/// or a number that is none of the three, is an `#error`; note that `#if` reads an undefined
+/// name as 0, so a misspelt value silently selects the portable kernels. Build every
+/// translation unit of a program with the same value (see `IPU_SIMD_NAMESPACE`).
 #ifndef IPU_SIMD
 #define IPU_SIMD IPU_SIMD_TARGET
 #elif IPU_SIMD != IPU_SIMD_PORTABLE && IPU_SIMD != IPU_SIMD_AVX2 && IPU_SIMD != IPU_SIMD_AVX512
@@ -45,6 +66,11 @@
 #error "ipu: IPU_SIMD asks for instructions the target flags do not enable (see -march)"
 #endif
 
+/// \def IPU_FMA
+/// 1 when the target has fused multiply-add instructions (the compiler defines `__FMA__`, as
+/// with `-mfma` or `-march=x86-64-v3` and above, or `__AVX512F__`), else 0. It decides how
+/// `madd` rounds, whatever `IPU_SIMD` is, so builds with different values may differ in the
+/// last bits. Set by this header from the target flags; do not define it.
 #if defined(__FMA__) || defined(__AVX512F__)
 #define IPU_FMA 1
 #else
@@ -63,6 +89,11 @@ inline float madd(float a, float b, float c) noexcept {
 #endif
 }
 
+/// \def IPU_SIMD_NAMESPACE
+/// The name of the inline namespace inside `ipu::kernels` that holds `simd` and
+/// `packed_conv`: `avx512`, `avx2` or `portable`, after `IPU_SIMD` (so
+/// `ipu::kernels::packed_conv` is `ipu::kernels::avx512::packed_conv` in an AVX-512 build).
+/// Set by this header; do not define it.
 #if IPU_SIMD == IPU_SIMD_AVX512
 #define IPU_SIMD_NAMESPACE avx512
 #elif IPU_SIMD == IPU_SIMD_AVX2
@@ -71,50 +102,64 @@ inline float madd(float a, float b, float c) noexcept {
 #define IPU_SIMD_NAMESPACE portable
 #endif
 
-// The fast kernels live in an inline namespace named after the instruction set, so that
-// translation units built for different ones (the kernel tests do) hold distinct functions.
+/// The fast kernels live in an inline namespace named after the instruction set, so that
+/// translation units built for different ones (the kernel tests do) hold distinct functions.
 inline namespace IPU_SIMD_NAMESPACE {
+/// The vector type `vec` and the operations the fast kernels are written in, for the
+/// instruction set `IPU_SIMD` selects; each operation works lane by lane unless it says
+/// otherwise.
 namespace simd {
 
-/// The instruction set the kernels were compiled for.
+/// The instruction sets the kernels can be compiled for; `compiled_isa` is the one they were
+/// compiled for.
 enum class isa : std::uint8_t { portable, avx2, avx512 };
 
+/// The instruction set of this build, after `IPU_SIMD`.
 inline constexpr isa compiled_isa = IPU_SIMD == IPU_SIMD_AVX512 ? isa::avx512
                                     : IPU_SIMD == IPU_SIMD_AVX2  ? isa::avx2
                                                                  : isa::portable;
 
+/// `"avx512"`, `"avx2"` or `"portable"`: also the name of the set's inline namespace.
 constexpr std::string_view name_of(isa i) noexcept {
   return i == isa::avx512 ? "avx512" : i == isa::avx2 ? "avx2" : "portable";
 }
 
 #if IPU_SIMD == IPU_SIMD_AVX512
 
-/// A vector of `width` floats.
+/// A vector of `width` floats, passed by value.
 struct vec {
-  static constexpr int width = 16;
-  __m512 v;
+  static constexpr int width = 16;  ///< lanes: 16 with AVX-512, 8 with AVX2, 4 portable
+  __m512 v;                         ///< the lanes, in one AVX-512 register
 };
-// The zero-masked forms with every lane selected: GCC 12's unmasked forms start from
-// `_mm512_undefined_ps()`, which -Wmaybe-uninitialized reports once inlined.
+/// The zero-masked forms with every lane selected: GCC 12's unmasked forms start from
+/// `_mm512_undefined_ps()`, which -Wmaybe-uninitialized reports once inlined.
 inline constexpr __mmask16 all = 0xFFFF;
 
+/// Every lane +0.
 inline vec zero() noexcept { return {_mm512_setzero_ps()}; }
+/// Every lane `x`.
 inline vec splat(float x) noexcept { return {_mm512_set1_ps(x)}; }
+/// The `width` floats at `p` (any alignment).
 inline vec load(const float* p) noexcept { return {_mm512_loadu_ps(p)}; }
 /// The first `n` lanes from `p`, zeros above (`0 <= n <= width`).
 inline vec load(const float* p, int n) noexcept {
   return {_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p)};
 }
+/// Writes all `width` lanes to `p` (any alignment).
 inline void store(float* p, vec x) noexcept { _mm512_storeu_ps(p, x.v); }
+/// Writes the first `n` lanes to `p` (`0 <= n <= width`), nothing past `p[n - 1]`.
 inline void store(float* p, vec x, int n) noexcept {
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), x.v);
 }
+/// `a * b + c` lane by lane, fused (one rounding), as the scalar `kernels::madd`.
 inline vec madd(vec a, vec b, vec c) noexcept { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+/// `a + b` lane by lane.
 inline vec add(vec a, vec b) noexcept { return {_mm512_add_ps(a.v, b.v)}; }
 /// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept { return {_mm512_maskz_max_ps(all, x.v, _mm512_setzero_ps())}; }
 /// `a > b ? a : b` lane by lane, as `std::max(b, a)`.
 inline vec max(vec a, vec b) noexcept { return {_mm512_maskz_max_ps(all, a.v, b.v)}; }
+/// `a / b` lane by lane.
 inline vec div(vec a, vec b) noexcept { return {_mm512_div_ps(a.v, b.v)}; }
 
 /// Lane `i` gets lane `i / Group * Group + J` of `x`: element `J` of each group of `Group`
@@ -136,37 +181,52 @@ inline vec spread(vec x) noexcept {
   }
 }
 
-/// Stores `x` rounded to f16.
+/// Stores `x` rounded to f16 (to nearest even) at `p`: `width` values.
 inline void store(f16* p, vec x) noexcept {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_maskz_cvtps_ph(all, x.v, _MM_FROUND_TO_NEAREST_INT));
 }
+/// The `width` f16 values at `p`, widened to f32 (exactly).
 inline vec load(const f16* p) noexcept {
   return {_mm512_maskz_cvtph_ps(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
 }
 
 #elif IPU_SIMD == IPU_SIMD_AVX2
 
+/// A vector of `width` floats, passed by value.
 struct vec {
-  static constexpr int width = 8;
-  __m256 v;
+  static constexpr int width = 8;  ///< lanes: 16 with AVX-512, 8 with AVX2, 4 portable
+  __m256 v;                        ///< the lanes, in one AVX register
 };
 namespace detail {
 inline __m256i first_lanes(int n) noexcept {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
 }
 }  // namespace detail
+/// Every lane +0.
 inline vec zero() noexcept { return {_mm256_setzero_ps()}; }
+/// Every lane `x`.
 inline vec splat(float x) noexcept { return {_mm256_set1_ps(x)}; }
+/// The `width` floats at `p` (any alignment).
 inline vec load(const float* p) noexcept { return {_mm256_loadu_ps(p)}; }
+/// The first `n` lanes from `p`, zeros above (`0 <= n <= width`).
 inline vec load(const float* p, int n) noexcept { return {_mm256_maskload_ps(p, detail::first_lanes(n))}; }
+/// Writes all `width` lanes to `p` (any alignment).
 inline void store(float* p, vec x) noexcept { _mm256_storeu_ps(p, x.v); }
+/// Writes the first `n` lanes to `p` (`0 <= n <= width`), nothing past `p[n - 1]`.
 inline void store(float* p, vec x, int n) noexcept { _mm256_maskstore_ps(p, detail::first_lanes(n), x.v); }
+/// `a * b + c` lane by lane, fused (one rounding), as the scalar `kernels::madd`.
 inline vec madd(vec a, vec b, vec c) noexcept { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+/// `a + b` lane by lane.
 inline vec add(vec a, vec b) noexcept { return {_mm256_add_ps(a.v, b.v)}; }
+/// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept { return {_mm256_max_ps(x.v, _mm256_setzero_ps())}; }
+/// `a > b ? a : b` lane by lane, as `std::max(b, a)`.
 inline vec max(vec a, vec b) noexcept { return {_mm256_max_ps(a.v, b.v)}; }
+/// `a / b` lane by lane.
 inline vec div(vec a, vec b) noexcept { return {_mm256_div_ps(a.v, b.v)}; }
 
+/// Lane `i` gets lane `i / Group * Group + J` of `x`: element `J` of each group of `Group`
+/// consecutive lanes, spread over its group.
 template <int Group, int J>
 inline vec spread(vec x) noexcept {
   static_assert(vec::width % Group == 0 && J < Group);
@@ -182,52 +242,75 @@ inline vec spread(vec x) noexcept {
 }
 
 #if defined(__F16C__)
+/// Stores `x` rounded to f16 (to nearest even) at `p`: `width` values.
 inline void store(f16* p, vec x) noexcept {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(x.v, _MM_FROUND_TO_NEAREST_INT));
 }
+/// The `width` f16 values at `p`, widened to f32 (exactly).
 inline vec load(const f16* p) noexcept { return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))}; }
 #endif
 
 #else  // portable
 
+/// A vector of `width` floats, passed by value. The same interface on every instruction set;
+/// only `width` and the representation of `v` differ.
 struct vec {
-  static constexpr int width = 4;
-  float v[width];
+  static constexpr int width = 4;  ///< lanes: 16 with AVX-512, 8 with AVX2, 4 portable
+  float v[width];                  ///< the lanes, lane 0 first
 };
+/// Every lane +0.
 inline vec zero() noexcept { return {}; }
+/// Every lane `x`.
 inline vec splat(float x) noexcept { return {{x, x, x, x}}; }
+/// The `width` floats at `p` (any alignment).
 inline vec load(const float* p) noexcept { return {{p[0], p[1], p[2], p[3]}}; }
+/// The first `n` lanes from `p`, zeros above (`0 <= n <= width`); reads nothing past
+/// `p[n - 1]`.
 inline vec load(const float* p, int n) noexcept {
   vec r{};
   for (int i = 0; i < n; ++i) r.v[i] = p[i];
   return r;
 }
+/// Writes all `width` lanes to `p` (any alignment).
 inline void store(float* p, vec x) noexcept {
   for (int i = 0; i < vec::width; ++i) p[i] = x.v[i];
 }
+/// Writes the first `n` lanes to `p` (`0 <= n <= width`), nothing past `p[n - 1]`.
 inline void store(float* p, vec x, int n) noexcept {
   for (int i = 0; i < n; ++i) p[i] = x.v[i];
 }
+/// `a * b + c` lane by lane, by the scalar `kernels::madd`: fused (one rounding) when
+/// `IPU_FMA` is 1, a multiply then an add otherwise. The AVX2 and AVX-512 forms always fuse
+/// (those sets imply FMA).
 inline vec madd(vec a, vec b, vec c) noexcept {
   for (int i = 0; i < vec::width; ++i) c.v[i] = kernels::madd(a.v[i], b.v[i], c.v[i]);
   return c;
 }
+/// `a + b` lane by lane.
 inline vec add(vec a, vec b) noexcept {
   for (int i = 0; i < vec::width; ++i) a.v[i] += b.v[i];
   return a;
 }
+/// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept {
   for (float& e : x.v) e = e > 0.0f ? e : 0.0f;
   return x;
 }
+/// `a > b ? a : b` lane by lane, as `std::max(b, a)`: `b` where either is NaN.
 inline vec max(vec a, vec b) noexcept {
   for (int i = 0; i < vec::width; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
   return a;
 }
+/// `a / b` lane by lane.
 inline vec div(vec a, vec b) noexcept {
   for (int i = 0; i < vec::width; ++i) a.v[i] /= b.v[i];
   return a;
 }
+/// Lane `i` gets lane `i / Group * Group + J` of `x`: element `J` of each group of `Group`
+/// consecutive lanes, spread over its group. One in-register permute on AVX2 and AVX-512.
+///
+/// \tparam Group  lanes per group: a power of two that divides `width`
+/// \tparam J      the element of each group to spread, `0 <= J < Group`
 template <int Group, int J>
 inline vec spread(vec x) noexcept {
   static_assert(vec::width % Group == 0 && J < Group);
@@ -239,6 +322,10 @@ inline vec spread(vec x) noexcept {
 #endif
 
 /// Loads `n` (`0 <= n <= width`) elements of any element type, widened to f32, zeros above.
+/// Uses the set's f16 conversion instructions for a full f16 vector where it has them
+/// (AVX-512, or AVX2 with F16C); converts element by element otherwise.
+///
+/// \tparam T  the element type at `p`: `float` or `ipu::f16`
 template <class T>
 inline vec load_widened(const T* p, int n) noexcept {
   if constexpr (std::same_as<T, float>) {
@@ -253,7 +340,10 @@ inline vec load_widened(const T* p, int n) noexcept {
   }
 }
 
-/// Stores the first `n` lanes of `x` rounded to `T`.
+/// Stores the first `n` lanes of `x` (`0 <= n <= width`) rounded to `T` (to nearest even), at
+/// `p`; writes nothing past `p[n - 1]`.
+///
+/// \tparam T  the element type at `p`: `float` or `ipu::f16`
 template <class T>
 inline void store_rounded(T* p, vec x, int n) noexcept {
   if constexpr (std::same_as<T, float>) {

@@ -24,13 +24,17 @@ constexpr float widen(T x) noexcept {
 
 /// Rows of an NHWC image: row `r` is `image * height + h`; pixel `(r, x)` starts at
 /// `data + (r - first_row) * row_stride + x * pixel_stride`, with its channels contiguous.
+///
+/// \tparam T  the element type: `float` or `ipu::f16`
 template <class T>
 struct image_view {
-  const T* data = nullptr;
-  std::int64_t first_row = 0;
-  std::int64_t row_stride = 0;
-  std::int64_t pixel_stride = 0;
+  const T* data = nullptr;        ///< the first channel of pixel `(first_row, 0)`
+  std::int64_t first_row = 0;     ///< the row (`image * height + h`) that `data` points into
+  std::int64_t row_stride = 0;    ///< elements from a pixel to the same pixel one row down
+  std::int64_t pixel_stride = 0;  ///< elements from a pixel to the next one in its row
 
+  /// The first channel of pixel `(row, x)`: `row` counts over all images, `x` is the column.
+  /// `row` must be at least `first_row`.
   constexpr const T* pixel(std::int64_t row, std::int64_t x) const noexcept {
     return data + (row - first_row) * row_stride + x * pixel_stride;
   }
@@ -45,17 +49,36 @@ constexpr std::int64_t same_padding_before(std::int64_t in, std::int64_t out, st
 /// The geometry of a sliding-window op over NHWC images (a dense layer is a 1x1 conv on 1x1
 /// images).
 struct window_geometry {
+  /// \var in_height
+  /// Rows of each input image.
+  /// \var in_width
+  /// Columns of each input image.
+  /// \var out_height
+  /// Rows of each output image.
+  /// \var out_width
+  /// Columns of each output image.
+  /// \var kernel
+  /// Side of the square window, in pixels.
+  /// \var stride
+  /// Pixels from one window to the next, along rows and columns.
+  /// \var pad_top
+  /// Padding rows above the image: output row `oh` reads from input row
+  /// `oh * stride - pad_top`; taps outside the image are skipped, not read as zeros.
+  /// \var pad_left
+  /// Padding columns left of the image: output column `ow` reads from input column
+  /// `ow * stride - pad_left`.
   std::int64_t in_height = 1, in_width = 1;
   std::int64_t out_height = 1, out_width = 1;
   std::int64_t kernel = 1, stride = 1;
   std::int64_t pad_top = 0, pad_left = 0;
 
-  /// SAME padding for the given sizes.
+  /// SAME padding for the given sizes: `pad_top` and `pad_left` from `same_padding_before`.
   static constexpr window_geometry same(std::int64_t in_h, std::int64_t in_w, std::int64_t out_h,
                                         std::int64_t out_w, std::int64_t kernel, std::int64_t stride) noexcept {
     return {in_h,   in_w,   out_h, out_w, kernel, stride, same_padding_before(in_h, out_h, kernel, stride),
             same_padding_before(in_w, out_w, kernel, stride)};
   }
+  /// Output positions of one image, `out_height * out_width`.
   constexpr std::int64_t positions_per_image() const noexcept { return out_height * out_width; }
 
   /// The input rows (`image * in_height + h`) that output positions `[begin, end)` read:
@@ -97,10 +120,12 @@ constexpr void for_each_tap(const window_geometry& g, image_view<T> in, std::int
 /// way each weight reaches the arithmetic as the same f32 value.
 template <class W>
 struct weight_view {
-  const W* data = nullptr;
-  std::int64_t in_channels = 0;
-  std::int64_t row_stride = 0;
+  const W* data = nullptr;       ///< row 0: tap `(0, 0)`, input channel 0
+  std::int64_t in_channels = 0;  ///< rows per tap: the input channels each output channel reads
+  std::int64_t row_stride = 0;   ///< elements from one row to the next
 
+  /// Row `(kh * kernel + kw) * in_channels + ci`: the weights from input channel `ci` at tap
+  /// `(kh, kw)` of a `kernel` x `kernel` window to each output channel of the block.
   constexpr const W* row(std::int64_t kh, std::int64_t kw, std::int64_t kernel, std::int64_t ci) const noexcept {
     return data + ((kh * kernel + kw) * in_channels + ci) * row_stride;
   }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+/// Ready-made networks written in the graph language: the ResNet and ResNeXt family.
 namespace ipu::models {
 
 /// Where the first block of a stage downsamples.

@@ -9,7 +9,8 @@ namespace ipu {
 
 /// The memory categories of a tile. Weights and code are always live; activations,
 /// temporaries and exchange buffers are not, and share addresses when their lifetimes don't
-/// overlap.
+/// overlap. The enumerators are in this order, 0 to 4, so a category can index an array of
+/// `memory_category_count` entries.
 enum class memory_category : std::uint8_t { weights, code, activations, temporaries, exchange };
 
 /// Number of enumerators in `memory_category`.
@@ -24,15 +25,19 @@ constexpr std::string_view name_of(memory_category c) noexcept {
 
 /// Bytes of one tile (or one IPU), by category.
 struct memory_bytes {
-  std::int64_t weights = 0;
+  std::int64_t weights = 0;      ///< weight tensors of the nodes on the IPU (batch norm folded to scale and shift)
   std::int64_t code = 0;         ///< code, vertex state and control tables
-  std::int64_t activations = 0;
+  std::int64_t activations = 0;  ///< node outputs, and copies of outputs from other IPUs, live at the step
   std::int64_t temporaries = 0;  ///< partial sums of conv and dense layers
-  std::int64_t exchange = 0;     ///< buffers receiving input windows, weights and inter-IPU copies
+  std::int64_t exchange = 0;     ///< a step's received windows, weights and operands, and its send buffer
 
+  /// Bytes that stay for the whole program: `weights + code`.
   constexpr std::int64_t always_live() const noexcept { return weights + code; }
+  /// Bytes that come and go with the steps: `activations + temporaries + exchange`.
   constexpr std::int64_t not_always_live() const noexcept { return activations + temporaries + exchange; }
+  /// Bytes of all five categories together.
   constexpr std::int64_t total() const noexcept { return always_live() + not_always_live(); }
+  /// Bytes of category \p c.
   constexpr std::int64_t operator[](memory_category c) const noexcept {
     switch (c) {
       case memory_category::weights: return weights;
@@ -50,11 +55,13 @@ struct memory_bytes {
         best = memory_category{static_cast<std::uint8_t>(c)};
     return best;
   }
+  /// Adds the bytes of \p o category by category; returns `*this`.
   constexpr memory_bytes& operator+=(const memory_bytes& o) noexcept {
     weights += o.weights, code += o.code, activations += o.activations;
     temporaries += o.temporaries, exchange += o.exchange;
     return *this;
   }
+  /// Equal when every category holds the same bytes.
   constexpr bool operator==(const memory_bytes&) const = default;
 };
 
@@ -74,13 +81,19 @@ struct ipu_memory {
   bool fits = true;              ///< `peak <= capacity`
 };
 
-/// What makes a graph unplannable on a target.
+/// What makes a graph unplannable on a target: `none` (it is plannable), `ipu_outside_system`
+/// (a node is placed with `on<I>` on an IPU the target does not have) or `bad_memory_proportion`
+/// (`options::available_memory_proportion` is not in (0, 1]).
 enum class plan_error_kind : std::uint8_t { none, ipu_outside_system, bad_memory_proportion };
 
+/// Why a graph cannot be planned on a target, with the numbers its compile-time diagnostic
+/// prints (`diagnostics.hpp`).
 struct plan_error {
-  plan_error_kind kind = plan_error_kind::none;
-  int node = -1;   ///< the node at fault
-  std::int64_t x = 0, y = 0;
+  plan_error_kind kind = plan_error_kind::none;  ///< the error; `none` when the plan is valid
+  int node = -1;   ///< the node at fault; -1 when no node is (`bad_memory_proportion`)
+  /// `x`: the node's IPU index (`ipu_outside_system`) or the ratio's numerator
+  /// (`bad_memory_proportion`).
+  std::int64_t x = 0, y = 0;  ///< `y`: the target's number of IPUs, or the ratio's denominator
 };
 
 }  // namespace ipu

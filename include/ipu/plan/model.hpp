@@ -7,13 +7,14 @@
 ///
 /// **Work units.** A conv or dense layer splits its output into units of one output position
 /// (`n, h, w`) times one block of output channels: one group's channels for a grouped conv
-/// (groups are split across tiles, as PopLibs' `convGroupSplit` does), otherwise the smallest
-/// number of equal channel blocks that gives every tile work. Units are ordered block-major
-/// (all positions of block 0, then block 1, ...) and mapped to tiles with PopLibs' linear rule,
-/// so a tile computes a contiguous run of units and needs the weights of one or two blocks. The
-/// output lives where it is computed. Pooling, global pooling and softmax map their output
-/// linearly element by element; batch norm, relu and add keep the mapping of their input, as
-/// Poplar's element-wise ops clone theirs.
+/// (groups are split across tiles, as PopLibs' `convGroupSplit` does), otherwise the number of
+/// equal channel blocks (a divisor of the filters) that minimises the fullest tile's transients
+/// (`split_channels`). Units are ordered block-major (all positions of block 0, then block 1,
+/// ...) and mapped to tiles with PopLibs' linear rule, so a tile computes a contiguous run of
+/// units and needs the weights of only the blocks its run touches. The output lives where it is
+/// computed. Pooling, global pooling and softmax map their output linearly element by element;
+/// batch norm, relu and add keep the mapping of their input, as Poplar's element-wise ops clone
+/// theirs.
 ///
 /// **Transients.** While a step runs, a working tile holds (a) exchange buffers: the input
 /// window its outputs read (whole rows, halos included, gathered into one contiguous buffer the
@@ -43,17 +44,24 @@ namespace ipu {
 /// `unit_elements` channels and stored block-major: all positions of block 0, then block 1, ...
 /// (a conv's output, each unit one position of one block).
 struct tensor_mapping {
-  linear_mapping units{};
+  linear_mapping units{};          ///< the linear mapping of the units over the tiles
+  /// Elements per unit: the channels of one block at one position for a conv or dense output,
+  /// 1 for a tensor mapped element by element.
   std::int64_t unit_elements = 1;
-  std::int64_t blocks = 1;
+  std::int64_t blocks = 1;         ///< channel blocks of the storage order (1: the logical order)
 
+  /// Elements of the whole tensor.
   constexpr std::int64_t elements() const noexcept { return units.elements * unit_elements; }
+  /// Elements held by \p tile (zero for a tile outside the mapping).
   constexpr std::int64_t elements_on(int tile) const noexcept { return units.elements_on(tile) * unit_elements; }
+  /// Most elements held by any one tile.
   constexpr std::int64_t max_elements_per_tile() const noexcept {
     return units.max_elements_per_tile() * unit_elements;
   }
   /// Tiles holding part of the tensor: `[0, tiles())`.
   constexpr int tiles() const noexcept { return static_cast<int>(units.parts); }
+  /// Equal when the units, their size and the blocks are equal (then the same elements live
+  /// on the same tiles in the same storage order).
   constexpr bool operator==(const tensor_mapping&) const = default;
 };
 
@@ -77,28 +85,35 @@ enum class step_kind : std::uint8_t {
 /// The shape of a step's work, enough to bound its transients on a tile from the number of
 /// units the tile computes.
 struct step_model {
-  step_kind kind = step_kind::none;
+  step_kind kind = step_kind::none;  ///< what the step needs, and so which fields below apply
   std::int64_t positions = 1;       ///< output positions (N * Ho * Wo), or rows for softmax
   std::int64_t blocks = 1;          ///< output channel blocks (conv, dense)
-  std::int64_t block_channels = 1;  ///< output channels per block (conv, dense), per position otherwise
-  std::int64_t in_channels = 1;     ///< input channels one block reads
-  std::int64_t out_height = 1, out_width = 1;
-  std::int64_t in_height = 1, in_width = 1;
-  std::int64_t images = 1;
-  std::int64_t kernel = 1, stride = 1;
+  /// Output channels per block (conv, dense); channels per position (pooling) or per row
+  /// (softmax); elements per unit of the input's mapping (batch norm, remap).
+  std::int64_t block_channels = 1;
+  std::int64_t in_channels = 1;     ///< input channels one block reads; all channels for pooling and batch norm
+  /// Output rows of one image (1 for a rank-2 output).
+  std::int64_t out_height = 1, out_width = 1;  ///< output columns of one image (1 for a rank-2 output)
+  /// Input rows of one image (1 for a rank-2 input).
+  std::int64_t in_height = 1, in_width = 1;    ///< input columns of one image (1 for a rank-2 input)
+  std::int64_t images = 1;          ///< images in the batch (N)
+  /// Side of the square kernel or pooling window (1 for dense).
+  std::int64_t kernel = 1, stride = 1;  ///< stride of the kernel or window (1 for dense)
   std::int64_t reduce = 1;          ///< inputs per output (global pooling)
-  std::int64_t element_bytes = 2;
-  std::int64_t partial_bytes = 4;
+  std::int64_t element_bytes = 2;   ///< bytes of one element of the step's element type
+  std::int64_t partial_bytes = 4;   ///< bytes of one partial sum, in `options::partials`
   std::int64_t serial = 1;          ///< serial slices a tile's units run in (conv, dense)
   bool bias = false;                ///< dense: each block also receives its bias
 
+  /// Equal when every field is equal, so the two steps need the same transients.
   constexpr bool operator==(const step_model&) const = default;
 };
 
 /// Transient bytes of one tile during a step.
 struct transient_bytes {
-  std::int64_t temporaries = 0;
-  std::int64_t exchange = 0;
+  std::int64_t temporaries = 0;  ///< partial sums, in the partials type
+  std::int64_t exchange = 0;     ///< buffers receiving the input window, weights, scale and shift or shortcut
+  /// `temporaries + exchange`: all the tile's transients during the step.
   constexpr std::int64_t total() const noexcept { return temporaries + exchange; }
 };
 
@@ -164,8 +179,8 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
 
 /// How a conv or dense layer splits its output channels: `blocks` blocks of `channels`.
 struct channel_blocks {
-  std::int64_t blocks = 1;
-  std::int64_t channels = 1;
+  std::int64_t blocks = 1;    ///< number of blocks (the groups, for a grouped conv)
+  std::int64_t channels = 1;  ///< output channels per block
 };
 
 /// The units of `s` (with `s.blocks` and `s.block_channels` set) mapped over `chip`.

@@ -45,10 +45,10 @@ struct node_plan {
   tensor_mapping output{};  ///< the output on the node's IPU
   tensor_mapping copy{};    ///< element-wise mapping of copies on other IPUs and of the send buffer
   tensor_mapping work{};    ///< the units the step's transients follow
-  step_model step{};
+  step_model step{};        ///< the shape of the step's work, from which its transients follow
   std::array<tensor_mapping, 2> weights{};  ///< weight tensors on the node's IPU
   std::array<std::int64_t, 2> weight_bytes{};  ///< bytes per element of each weight tensor
-  int weight_tensors = 0;
+  int weight_tensors = 0;             ///< entries of `weights` in use: 0, 1 (conv) or 2 (dense, batch norm)
   bool sends = false;                 ///< read on another IPU: a send buffer during its step
   std::int64_t transient_bound = 0;   ///< available_memory_proportion x bytes per tile (conv, dense)
   transient_bytes transient_max{};    ///< transients of the fullest tile
@@ -56,25 +56,34 @@ struct node_plan {
   std::int64_t cycles = 0;            ///< estimated tile cycles of the step (compute and exchange)
 };
 
-/// The plan of a graph of `N` nodes on `Ipus` IPUs.
+/// The plan of a graph of `N` nodes on `Ipus` IPUs. Obtain it as `ipu::plan_v<G, Target, Options>`;
+/// steps and nodes share indices (step `j` runs node `j` of the table on that node's IPU).
+///
+/// \tparam N     nodes in the graph's node table
+/// \tparam Ipus  IPUs of the target
 template <std::size_t N, int Ipus>
 struct plan {
   const std::array<node, N>* table = nullptr;  ///< the graph's node table
-  chip_spec chip{};
-  options opts{};
-  std::array<node_plan, N> nodes{};
-  /// `held[i][j]`: the last step a copy of node `j`'s output is held on IPU `i`; -1 if never.
+  chip_spec chip{};                  ///< the chip of each of the target's IPUs
+  options opts{};                    ///< the options the plan was made with
+  std::array<node_plan, N> nodes{};  ///< the plan of each node, indexed as the node table
+  /// `held[i][j]`: the last step node `j`'s output (on its own IPU) or a copy of it (on another)
+  /// is held on IPU `i`; -1 if never.
   std::array<std::array<int, N>, static_cast<std::size_t>(Ipus)> held{};
+  /// The memory plan of each IPU, indexed by IPU.
   std::array<ipu_memory, static_cast<std::size_t>(Ipus)> ipus{};
   int warnings = 0;   ///< nodes whose transients exceed the available memory proportion
   bool fits = true;   ///< every IPU fits
-  plan_error error{};
+  plan_error error{};  ///< why the graph cannot be planned (`plan_v` then fails to compile); `kind == none` if it can
 
-  static constexpr std::size_t size = N;
-  static constexpr int ipu_count = Ipus;
+  static constexpr std::size_t size = N;  ///< nodes (and steps) of the plan
+  static constexpr int ipu_count = Ipus;  ///< IPUs of the target
 
+  /// Node \p j of the table (`0 <= j < N`, unchecked).
   constexpr const node& at(int j) const noexcept { return (*table)[static_cast<std::size_t>(j)]; }
+  /// The plan of node \p j (`0 <= j < N`, unchecked).
   constexpr const node_plan& plan_of(int j) const noexcept { return nodes[static_cast<std::size_t>(j)]; }
+  /// `held[ipu][j]`: the last step node \p j's output or its copy is held on IPU \p ipu; -1 if never.
   constexpr int held_to(int ipu, int j) const noexcept {
     return held[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)];
   }

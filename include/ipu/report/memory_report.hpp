@@ -48,14 +48,14 @@ struct memory_report_t {
 
   /// A tile's most bytes over the steps of its IPU.
   struct tile_peak {
-    int tile = -1;
+    int tile = -1;          ///< the tile, numbered from 0 on its IPU
     int step = -1;          ///< the node running at the tile's peak (earliest on a tie); -1: the IPU runs none
     memory_bytes bytes{};   ///< the tile's bytes at its peak, by category; `bytes.total()` is the peak
   };
 
   /// The fullest tile while one node's step runs.
   struct layer_peak {
-    int node = -1;
+    int node = -1;          ///< the node (and step) index in the node table
     int tile = -1;          ///< lowest on a tie
     memory_bytes bytes{};   ///< that tile's bytes during the step, by category
   };
@@ -63,14 +63,14 @@ struct memory_report_t {
   /// A layer whose fullest tile needs more transients than the available memory proportion.
   /// No split meets the bound, so the plan uses the one needing the fewest bytes, as Poplar does.
   struct bound_warning {
-    int node = -1;
+    int node = -1;                     ///< the layer's node index in the node table
     std::int64_t transient_bytes = 0;  ///< temporaries and exchange buffers of the layer's fullest tile
     std::int64_t bound = 0;            ///< the available memory proportion of a tile's bytes
   };
 
   /// The report of one IPU.
   struct ipu_report {
-    int ipu = 0;
+    int ipu = 0;                          ///< the IPU's index in the target
     ipu_memory plan{};                    ///< the plan's figures: capacity, totals, nodes, cycles, peak
     tile_peak peak{};                     ///< the fullest tile at its peak, as recomputed here
     std::vector<tile_peak> tiles;         ///< every tile's peak, indexed by tile
@@ -82,11 +82,11 @@ struct memory_report_t {
 
   std::string target;          ///< the target's name
   int ipu_count = 0;           ///< IPUs of the target
-  chip_spec chip{};
-  options opts{};
+  chip_spec chip{};            ///< the chip of each of the target's IPUs
+  options opts{};              ///< the options the plan was made with
   std::vector<node> nodes;     ///< the graph's node table
   bool fits = true;            ///< every IPU fits
-  std::vector<ipu_report> ipus;
+  std::vector<ipu_report> ipus;  ///< one report per IPU, indexed by IPU
 
   /// The histogram bucket of a tile peaking at `bytes` of `capacity > 0`: `k` for
   /// `[k, k + 1) x 100 / buckets` percent (a full tile in the last), `buckets` over capacity.

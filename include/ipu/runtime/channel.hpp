@@ -360,7 +360,7 @@ class channel {
     return produce(write, detail::wait_limit::deadline(deadline));
   }
 
-  /// `emplace` with a copy (or a move) of `value`.
+  /// `emplace` with a copy of `value`.
   bool push(const T& value, const std::stop_token& stop = {}) { return emplace(copy_from(value), stop); }
   /// `emplace` with `value` moved in.
   bool push(T&& value, const std::stop_token& stop = {}) { return emplace(move_from(value), stop); }

@@ -57,6 +57,7 @@ enum class execution_mode : std::uint8_t {
   faithful,  ///< every tile's memory image, real exchange between images, measured memory
 };
 
+/// `"fast"` or `"faithful"`.
 constexpr std::string_view name_of(execution_mode m) noexcept { return m == execution_mode::fast ? "fast" : "faithful"; }
 
 /// The executor found the plan's promise broken (a buffer too small, a tile out of memory, a
@@ -67,14 +68,16 @@ struct execution_error : std::logic_error {
 
 namespace runtime {
 
-/// First-fit allocation in one tile's memory image.
+/// First-fit allocation in one tile's memory image. Offsets and sizes are in bytes.
 class tile_heap {
  public:
-  static constexpr std::int64_t alignment = 4;
+  static constexpr std::int64_t alignment = 4;  ///< every allocation starts at a multiple of this many bytes
 
+  /// An empty image of `capacity` bytes.
   explicit tile_heap(std::int64_t capacity = 0) : capacity_(capacity) {}
 
-  /// Offset of `bytes` new bytes, or -1 when no gap holds them.
+  /// Offset of `bytes` new bytes, the lowest aligned one where they fit, or -1 when no gap
+  /// holds them.
   std::int64_t allocate(std::int64_t bytes) {
     std::int64_t cursor = 0;
     auto it = used_.begin();
@@ -87,6 +90,7 @@ class tile_heap {
     used_.insert(it, {at, bytes});
     return at;
   }
+  /// Frees the allocation that starts at `offset`; throws `execution_error` if none does.
   void release(std::int64_t offset) {
     const auto it = std::lower_bound(used_.begin(), used_.end(), std::pair<std::int64_t, std::int64_t>{offset, 0});
     if (it == used_.end() || it->first != offset) throw execution_error("ipu: release of an unallocated offset");
@@ -94,6 +98,7 @@ class tile_heap {
   }
   /// Keeps the first `count` allocations (the always-live ones) and releases the rest.
   void truncate(std::size_t count) { used_.resize(std::min(count, used_.size())); }
+  /// Number of live allocations.
   std::size_t allocations() const noexcept { return used_.size(); }
   /// One past the highest allocated byte.
   std::int64_t extent() const noexcept { return used_.empty() ? 0 : used_.back().first + used_.back().second; }
@@ -108,9 +113,19 @@ class tile_heap {
 /// order of `ipu::weights` with batch norm already folded into scale and shift.
 using parameter_set = std::vector<std::vector<std::vector<float>>>;
 
+/// Runs a `program` on the host, one batch at a time, in fast or faithful mode (see the file
+/// comment); `ipu::engine` owns one. One call at a time: `run` is not reentrant.
+/// \tparam T   storage element type, `f32` or `f16`
+/// \tparam Acc partials type, `f32` or `f16`. With `f32` the fast mode runs convolutions with
+///             `kernels::packed_conv`; otherwise, and always in faithful mode, the scalar
+///             kernels accumulate in `Acc`
 template <ElementType T, class Acc>
 class executor {
  public:
+  /// Takes over `prog` and lays out `params` (one entry per node, empty for nodes without
+  /// parameters) for `mode`, on `threads` host threads (0: one per hardware thread). In
+  /// faithful mode, allocates `bytes_per_tile` for every tile of every IPU and places code and
+  /// weights; throws `execution_error` if a tile has no room for them.
   executor(program prog, const parameter_set& params, execution_mode mode, unsigned threads)
       : prog_(std::move(prog)), mode_(mode), team_(std::make_unique<team>(threads)), tiles_(prog_.chip.tiles) {
     prepare_parameters(params);
@@ -122,8 +137,11 @@ class executor {
     }
   }
 
+  /// The mode the executor runs in.
   execution_mode mode() const noexcept { return mode_; }
+  /// The host threads of its team, the calling thread included.
   unsigned threads() const noexcept { return team_->size(); }
+  /// The program it runs.
   const program& prog() const noexcept { return prog_; }
 
   /// Runs one batch: `input` holds the graph's input, `output` receives its output (both in
@@ -163,7 +181,8 @@ class executor {
     return devices_[static_cast<std::size_t>(ipu)].trace[static_cast<std::size_t>(step) * static_cast<std::size_t>(tiles_) +
                                                          static_cast<std::size_t>(tile)];
   }
-  /// Faithful mode: the highest byte any allocation of `tile` on `ipu` reached in the last run.
+  /// Faithful mode: one past the highest byte any allocation of `tile` on `ipu` has reached
+  /// since construction (each batch allocates the same way). Zero for other modes.
   std::int64_t measured_extent(int ipu, int tile) const {
     return mode_ == execution_mode::faithful ? devices_[static_cast<std::size_t>(ipu)].extent[static_cast<std::size_t>(tile)] : 0;
   }

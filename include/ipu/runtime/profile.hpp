@@ -3,8 +3,8 @@
 /// `ipu::profile`: what the cycle model predicts for each step on the target, next to the
 /// host time the executor measured.
 ///
-/// **The cycle model.** A step on an IPU is a compute phase, a sync and an exchange phase
-/// (a conv split into serial slices runs that loop once per slice). For the fullest tile:
+/// **The cycle model.** A step on an IPU is an exchange phase, a sync, a compute phase and a
+/// sync (a conv split into serial slices runs that loop once per slice). For the fullest tile:
 ///   - compute: conv and dense at the chip's MACs per cycle per tile (`chip_spec::f16_macs_per_cycle`
 ///     or `f32_macs_per_cycle`, the AMP's rate); every other op one vector per cycle per value
 ///     read (6 workers issue round-robin, one instruction per tile cycle);
@@ -33,27 +33,39 @@
 
 namespace ipu {
 
-/// One step (one node) of the program.
+/// One step (one node) of the program: the cycles the model predicts for its fullest tile,
+/// by phase, and the host time measured for it.
 struct step_profile {
-  int node = 0;
-  path_string path{};
-  op kind{};
-  int ipu = 0;
-  std::int64_t compute_cycles = 0;
-  std::int64_t exchange_cycles = 0;
-  std::int64_t sync_cycles = 0;
-  std::int64_t link_cycles = 0;
+  int node = 0;                     ///< index of the node in the node table, which is its step
+  path_string path{};               ///< the node's layer path, e.g. `"stage1.block0.conv2"`
+  op kind{};                        ///< the node's operation
+  int ipu = 0;                      ///< the IPU the step runs on
+  std::int64_t compute_cycles = 0;  ///< arithmetic of the fullest tile, over all serial slices
+  std::int64_t exchange_cycles = 0; ///< receiving the fullest tile's exchange buffers
+  std::int64_t sync_cycles = 0;     ///< `options::cycles.sync_cycles` per sync, two per slice; 0 for the input
+  std::int64_t link_cycles = 0;     ///< sending the output over the IPU-Link; 0 unless read on another IPU
   double host_seconds = 0;  ///< measured host time per batch (mean over the batches run)
 
+  /// Simulated cycles of the step: compute, exchange, sync and link together.
   std::int64_t cycles() const noexcept { return compute_cycles + exchange_cycles + sync_cycles + link_cycles; }
 };
 
-/// Totals of one IPU.
+/// Totals of one IPU: the sums of its steps' `step_profile` figures.
 struct ipu_profile {
+  /// Simulated compute cycles of the IPU's steps, summed.
   std::int64_t compute_cycles = 0, exchange_cycles = 0, sync_cycles = 0, link_cycles = 0;
+  /// Steps (nodes) placed on the IPU.
   int steps = 0;
+  /// Sum of the steps' mean measured host seconds per batch.
   double host_seconds = 0;
+  /// Simulated cycles of one batch on the IPU: compute, exchange, sync and link together.
   std::int64_t cycles() const noexcept { return compute_cycles + exchange_cycles + sync_cycles + link_cycles; }
+  /// \var exchange_cycles
+  /// \brief Simulated exchange cycles of the IPU's steps, summed.
+  /// \var sync_cycles
+  /// \brief Simulated sync cycles of the IPU's steps, summed.
+  /// \var link_cycles
+  /// \brief Simulated IPU-Link cycles of the IPU's steps, summed.
 };
 
 /// The simulated and measured profile of an engine.
@@ -61,7 +73,8 @@ class profile {
  public:
   profile() = default;
 
-  /// The cycle model of `prog` (host times zero until batches run).
+  /// The cycle model of `prog` (host times zero until batches run). `batch` is the images per
+  /// batch; `target` and `mode` are names for the reports and must outlive the profile.
   explicit profile(const runtime::program& prog, std::int64_t batch, const char* target, const char* mode)
       : batch_(batch), clock_hz_(prog.chip.clock_hz), target_(target), mode_(mode) {
     ipus_.resize(static_cast<std::size_t>(prog.ipus));
@@ -89,9 +102,13 @@ class profile {
     }
   }
 
+  /// One entry per node, in node-table order (`steps()[j]` is node `j`).
   const std::vector<step_profile>& steps() const noexcept { return steps_; }
+  /// One entry per IPU, indexed by IPU.
   const std::vector<ipu_profile>& ipus() const noexcept { return ipus_; }
+  /// Images per batch.
   std::int64_t batch_size() const noexcept { return batch_; }
+  /// The target's clock, in cycles per second, at which cycles become seconds.
   std::int64_t clock_hz() const noexcept { return clock_hz_; }
 
   /// Simulated cycles of one batch: every step of every IPU, one after another.
@@ -100,9 +117,11 @@ class profile {
     for (const ipu_profile& i : ipus_) c += i.cycles();
     return c;
   }
+  /// Simulated seconds of one batch: `cycles_per_batch()` at `clock_hz()`.
   double simulated_seconds_per_batch() const noexcept {
     return static_cast<double>(cycles_per_batch()) / static_cast<double>(clock_hz_);
   }
+  /// Simulated throughput without pipelining: `batch_size()` images per simulated batch time.
   double simulated_images_per_second() const noexcept {
     return static_cast<double>(batch_) / simulated_seconds_per_batch();
   }
@@ -117,11 +136,14 @@ class profile {
   std::int64_t batches_measured() const noexcept { return batches_; }
   /// Mean measured host seconds per batch (0 before the first batch).
   double host_seconds_per_batch() const noexcept { return batches_ > 0 ? host_total_ / static_cast<double>(batches_) : 0; }
+  /// Measured throughput: images run per host second over the batches measured (0 before
+  /// the first batch).
   double host_images_per_second() const noexcept {
     return host_total_ > 0 ? static_cast<double>(batch_ * batches_) / host_total_ : 0;
   }
 
-  /// Adds one batch's measured host seconds per step (`seconds[j]` for node `j`).
+  /// Adds one batch's measured host seconds per step (`seconds[j]` for node `j`); throws
+  /// `std::logic_error` unless there is one time per step.
   void record_batch(const std::vector<double>& seconds) {
     if (seconds.size() != steps_.size()) throw std::logic_error("ipu::profile: one time per step expected");
     ++batches_;

@@ -21,9 +21,20 @@ namespace ipu::runtime {
 
 /// The storage order of a tensor of `positions x channels` elements under a mapping (see
 /// `tensor_mapping`): NHWC when `blocks == 1`, otherwise block-major.
+/// In block-major order, block `b` holds channels `[b * block_channels, (b + 1) * block_channels)`
+/// of every position, positions outer and channels inner.
 struct storage_order {
+  /// Elements per channel: N·H·W, or N for an NC tensor.
   std::int64_t positions = 1, channels = 1, blocks = 1, block_channels = 1;
+  /// \var channels
+  /// \brief The last extent of the shape.
+  /// \var blocks
+  /// \brief Channel blocks; 1 for NHWC.
+  /// \var block_channels
+  /// \brief Channels per block; `channels` when `blocks == 1`.
 
+  /// The storage order of a tensor of shape `s` under mapping `m`: block-major with
+  /// `m.unit_elements` channels per block when `m.blocks > 1`, else NHWC.
   static storage_order of(const tensor_mapping& m, const shape& s) noexcept {
     const std::int64_t c = s.channels();
     return {s.elements() / c, c, m.blocks, m.blocks > 1 ? m.unit_elements : c};
@@ -45,17 +56,20 @@ struct storage_order {
   }
 };
 
-/// The plan, as run-time data.
+/// The plan, as run-time data. Node `j` is step `j` on its IPU; the accessors take node
+/// indices and IPU indices without checking them.
 struct program {
-  std::vector<node> nodes;
-  std::vector<node_plan> plans;
+  std::vector<node> nodes;             ///< the graph's node table, in step order
+  std::vector<node_plan> plans;        ///< `plans[j]`: the plan of node `j`
   std::vector<std::vector<int>> held;  ///< `held[ipu][j]`, as `plan::held`
-  chip_spec chip{};
-  options opts{};
-  int ipus = 1;
+  chip_spec chip{};                    ///< the chip of each IPU of the target
+  options opts{};                      ///< the options the plan was made with
+  int ipus = 1;                        ///< \brief IPUs of the target
   /// Always-live bytes the plan gives each tile: `always[ipu][tile]`.
   std::vector<std::vector<memory_bytes>> always;
 
+  /// Copies plan `p` of a graph of `N` nodes on `Ipus` IPUs, with each tile's always-live
+  /// bytes (`plan::always_live_on`).
   template <std::size_t N, int Ipus>
   static program from(const plan<N, Ipus>& p) {
     program r;
@@ -71,9 +85,13 @@ struct program {
     return r;
   }
 
+  /// Nodes of the graph, which is the number of steps.
   int size() const noexcept { return static_cast<int>(nodes.size()); }
+  /// Node `j`.
   const node& at(int j) const noexcept { return nodes[static_cast<std::size_t>(j)]; }
+  /// The plan of node `j`.
   const node_plan& plan_of(int j) const noexcept { return plans[static_cast<std::size_t>(j)]; }
+  /// The last step at which IPU `ipu` holds node `j`'s output (or its copy); -1 if never.
   int held_to(int ipu, int j) const noexcept {
     return held[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)];
   }
@@ -81,6 +99,7 @@ struct program {
   const tensor_mapping& mapping_on(int ipu, int j) const noexcept {
     return at(j).ipu == ipu ? plan_of(j).output : plan_of(j).copy;
   }
+  /// The storage order of node `j`'s output as held on IPU `ipu` (see `mapping_on`).
   storage_order order_on(int ipu, int j) const noexcept { return storage_order::of(mapping_on(ipu, j), at(j).out); }
   /// Whether IPU `ipu` holds a copy of node `j`'s output made on another IPU.
   bool copies(int ipu, int j) const noexcept { return at(j).ipu != ipu && held_to(ipu, j) >= j; }

@@ -15,6 +15,9 @@
 
 namespace ipu::runtime {
 
+/// A fixed set of host threads that run one phase of a BSP step together: the calling thread
+/// and `size() - 1` workers that wait between phases. Not copyable; `run` is called by one
+/// thread at a time.
 class team {
  public:
   /// `threads` host threads (0: one per hardware thread).
@@ -33,6 +36,7 @@ class team {
     for (std::thread& t : workers_) t.join();
   }
 
+  /// Threads in the team, the calling thread included; at least 1.
   unsigned size() const noexcept { return size_; }
 
   /// Runs `f(thread)` on every thread; rethrows the first exception any of them threw.

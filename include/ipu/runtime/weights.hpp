@@ -41,10 +41,11 @@ struct weight_error : std::invalid_argument {
 
 /// One named tensor of a layer.
 struct weight_tensor {
-  std::string_view name;
-  std::vector<std::int64_t> shape;
-  std::vector<float> values;
+  std::string_view name;             ///< `"kernel"`, `"bias"`, `"scale"`, `"shift"`, `"mean"` or `"variance"`
+  std::vector<std::int64_t> shape;   ///< extents, outermost first (HWIO for a conv kernel)
+  std::vector<float> values;         ///< the values, row-major in `shape`
 
+  /// Number of values the shape holds: the product of its extents.
   std::int64_t elements() const noexcept {
     std::int64_t n = 1;
     for (std::int64_t d : shape) n *= d;
@@ -61,6 +62,9 @@ struct weight_tensor {
 /// The tensors of one parameterised layer.
 class layer_weights {
  public:
+  /// The tensors of node `n` (node `node_index` of its table), in the order of the file
+  /// comment's table: zero, except a batch norm's scale and variance, which are 1. Throws
+  /// `weight_error` if the node is not a conv, batch norm or dense layer.
   layer_weights(const node& n, int node_index) : node_(node_index), kind_(n.kind), path_(n.path.view()) {
     const std::int64_t out = n.out.channels();
     switch (n.kind) {
@@ -83,17 +87,24 @@ class layer_weights {
     }
   }
 
+  /// The layer's path in the graph, e.g. `"stage1.block0.conv2"`.
   std::string_view path() const noexcept { return path_; }
+  /// The layer's operation: `op::conv`, `op::batch_norm` or `op::dense`.
   op kind() const noexcept { return kind_; }
+  /// Index of the layer's node in the graph's node table.
   int node_index() const noexcept { return node_; }
+  /// The layer's tensors, in the order of the file comment's table.
   std::span<weight_tensor> tensors() noexcept { return tensors_; }
+  /// The layer's tensors, in the order of the file comment's table.
   std::span<const weight_tensor> tensors() const noexcept { return tensors_; }
 
   /// The tensor called `name`; throws `weight_error` naming the layer's tensors otherwise.
   weight_tensor& tensor(std::string_view name) { return tensors_[index_of(name)]; }
+  /// The tensor called `name`; throws `weight_error` naming the layer's tensors otherwise.
   const weight_tensor& tensor(std::string_view name) const { return tensors_[index_of(name)]; }
-  /// The values of the tensor called `name`.
+  /// The values of the tensor called `name`, writable in place; throws `weight_error` as `tensor`.
   std::span<float> operator[](std::string_view name) { return tensor(name).values; }
+  /// The values of the tensor called `name`; throws `weight_error` as `tensor`.
   std::span<const float> operator[](std::string_view name) const { return tensor(name).values; }
 
   /// Replaces the values of tensor `name`; throws `weight_error` unless `values` has exactly
@@ -156,12 +167,14 @@ class portable_random {
 };
 }  // namespace detail
 
-/// The parameters of graph `G`.
+/// The parameters of graph `G`: one `layer_weights` per conv, batch norm and dense layer, in
+/// node-table order, each with f32 tensors in the layouts of the file comment's table.
+/// \tparam G the graph whose layers the weights fit
 template <Graph G>
 class weights {
  public:
-  using graph_type = std::remove_cvref_t<G>;
-  static constexpr const auto& table = node_table_v<graph_type>;
+  using graph_type = std::remove_cvref_t<G>;                     ///< `G` without cv-ref qualifiers
+  static constexpr const auto& table = node_table_v<graph_type>;  ///< the graph's node table
 
   /// Parameterised layers of `G`.
   static constexpr std::size_t layer_count = [] {
@@ -237,11 +250,15 @@ class weights {
     return w;
   }
 
+  /// Parameterised layers of `G`: `layer_count`.
   static constexpr std::size_t size() noexcept { return layer_count; }
+  /// Parameterised layer `i`, counted in graph order; unchecked, `i < size()`.
   layer_weights& operator[](std::size_t i) noexcept { return layers_[i]; }
+  /// Parameterised layer `i`, counted in graph order; unchecked, `i < size()`.
   const layer_weights& operator[](std::size_t i) const noexcept { return layers_[i]; }
   /// The layer whose path is `path` (e.g. `"stage1.block0.conv2"`); throws `weight_error`.
   layer_weights& operator[](std::string_view path) { return layers_[index_of(path)]; }
+  /// The layer whose path is `path` (e.g. `"stage1.block0.conv2"`); throws `weight_error`.
   const layer_weights& operator[](std::string_view path) const { return layers_[index_of(path)]; }
   /// The layer of node `j` of the node table; throws `weight_error` if it has no parameters.
   const layer_weights& of_node(int j) const {
@@ -250,9 +267,13 @@ class weights {
     throw weight_error("ipu::weights: node " + std::to_string(j) + " has no parameters");
   }
 
+  /// Iterator to the first `layer_weights`, in graph order.
   auto begin() noexcept { return layers_.begin(); }
+  /// Iterator past the last `layer_weights`.
   auto end() noexcept { return layers_.end(); }
+  /// Iterator to the first `layer_weights`, in graph order.
   auto begin() const noexcept { return layers_.begin(); }
+  /// Iterator past the last `layer_weights`.
   auto end() const noexcept { return layers_.end(); }
 
   /// Throws `weight_error` naming the first non-finite value (layer, tensor, index), or a

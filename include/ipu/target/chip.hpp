@@ -30,11 +30,13 @@ struct chip_spec {
   constexpr std::int64_t grain(std::int64_t element_bytes) const noexcept {
     return element_bytes >= vector_bytes ? 1 : vector_bytes / element_bytes;
   }
+  /// Equal when every field is equal.
   constexpr bool operator==(const chip_spec&) const = default;
 };
 
 /// First-generation IPU (GC2, on the C2 card).
 struct mk1 {
+  /// The GC2's figures (sources and assumptions in the comments).
   static constexpr chip_spec chip{
       .tiles = 1216,                  // Graphcore GC2 specification
       .bytes_per_tile = 262'144,      // 256 KiB: Poplar profile-data documentation
@@ -46,12 +48,13 @@ struct mk1 {
       .link_bytes_per_s = 320'000'000'000,        // not published for Mk1: Mk2's 320 GB/s assumed
       .vector_bytes = 8,              // 64-bit vectors (IPU programmer's guide)
   };
-  static constexpr int ipus = 1;
-  static constexpr const char* name = "mk1";
+  static constexpr int ipus = 1;                ///< one IPU
+  static constexpr const char* name = "mk1";    ///< the name reports print
 };
 
 /// Second-generation IPU (GC200, in the IPU-M2000).
 struct mk2 {
+  /// The GC200's figures (sources in the comments).
   static constexpr chip_spec chip{
       .tiles = 1472,                  // Graphcore GC200 specification
       .bytes_per_tile = 638'976,      // 624 KiB: "tiles only have 638976 bytes of memory" (Poplar)
@@ -63,12 +66,13 @@ struct mk2 {
       .link_bytes_per_s = 320'000'000'000,        // 10 IPU-Links, 320 GB/s (IPU-M2000 specification)
       .vector_bytes = 8,
   };
-  static constexpr int ipus = 1;
-  static constexpr const char* name = "mk2";
+  static constexpr int ipus = 1;                ///< one IPU
+  static constexpr const char* name = "mk2";    ///< the name reports print
 };
 
 /// Bow IPU: the GC200 tile array, wafer-on-wafer, at a higher clock.
 struct bow {
+  /// The Bow IPU's figures (sources and derivations in the comments).
   static constexpr chip_spec chip{
       .tiles = 1472,                  // Bow IPU specification
       .bytes_per_tile = 638'976,      // as Mk2 (~900 MB per IPU)
@@ -80,8 +84,8 @@ struct bow {
       .link_bytes_per_s = 640'000'000'000,         // derived: 10 links x 512 Gbps (Bow-2000 spec)
       .vector_bytes = 8,
   };
-  static constexpr int ipus = 1;
-  static constexpr const char* name = "bow";
+  static constexpr int ipus = 1;                ///< one IPU
+  static constexpr const char* name = "bow";    ///< the name reports print
 };
 
 /// A target: one kind of chip and a number of IPUs. `ipu::mk2` is a one-IPU target; a
@@ -99,9 +103,9 @@ concept Target = requires {
 template <Target Chip, int NumIpus>
   requires(NumIpus > 0 && Chip::ipus == 1)
 struct system {
-  static constexpr chip_spec chip = Chip::chip;
-  static constexpr int ipus = NumIpus;
-  static constexpr const char* name = Chip::name;
+  static constexpr chip_spec chip = Chip::chip;    ///< the chip of each IPU, `Chip::chip`
+  static constexpr int ipus = NumIpus;             ///< number of IPUs
+  static constexpr const char* name = Chip::name;  ///< the chip's name (the IPU count is not part of it)
 };
 
 /// `chip` with `tiles` tiles per IPU, the rest unchanged (an IPU Model-style target).

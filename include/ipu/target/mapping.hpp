@@ -2,9 +2,11 @@
 /// \file
 /// PopLibs' linear tile mapping (`poputil::calcLinearTileMapping`), reproduced exactly: a
 /// tensor flattened to `n` elements is cut into grains of one vector (`vector_bytes / element
-/// bytes` elements); each tile holds at least `min_bytes_per_tile` (128) bytes; the grains are
-/// split into `parts` contiguous parts of `floor` or `ceil(grains / parts)` grains, part `p`
-/// covering grains `[p * grains / parts, (p + 1) * grains / parts)`, mapped to ascending tiles.
+/// bytes` elements); each tile holds at least `min_bytes_per_tile` (128) bytes when the tensor
+/// has that many (the last tile up to a grain less, as the tensor may end inside a grain); the
+/// grains are split into `parts` contiguous parts of `floor` or `ceil(grains / parts)` grains,
+/// part `p` covering grains `[p * grains / parts, (p + 1) * grains / parts)`, mapped to
+/// ascending tiles.
 ///
 /// Every query is O(1), so per-tile accounting never materialises the element intervals.
 
@@ -52,6 +54,7 @@ struct linear_mapping {
     std::int64_t p = ((g + 1) * parts - 1) / grains;
     return first_tile + static_cast<int>(p);
   }
+  /// Equal when every field is equal (then the same elements live on the same tiles).
   constexpr bool operator==(const linear_mapping&) const = default;
 };
 

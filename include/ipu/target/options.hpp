@@ -11,13 +11,14 @@ namespace ipu {
 
 /// A proportion `num / den` (clang 16 has no floating-point template arguments).
 struct ratio {
-  std::int64_t num = 0;
-  std::int64_t den = 1;
+  std::int64_t num = 0;  ///< numerator
+  std::int64_t den = 1;  ///< denominator; a valid proportion needs `den > 0`
 
   /// `bytes * num / den`, rounded down.
   constexpr std::int64_t of(std::int64_t bytes) const noexcept { return bytes * num / den; }
   /// True for a proportion in (0, 1].
   constexpr bool valid_proportion() const noexcept { return den > 0 && num > 0 && num <= den; }
+  /// Equal when numerators and denominators are equal (`{1, 2} != {2, 4}`).
   constexpr bool operator==(const ratio&) const = default;
 };
 
@@ -33,6 +34,7 @@ struct fixed_costs {
   std::int64_t control_bytes = 32;        ///< every tile, per step of its IPU: program and sync entries
   std::int64_t exchange_code_bytes = 64;  ///< per working tile and step: exchange code
 
+  /// Equal when every cost is equal.
   constexpr bool operator==(const fixed_costs&) const = default;
 };
 
@@ -42,13 +44,15 @@ struct fixed_costs {
 struct cycle_costs {
   std::int64_t sync_cycles = 150;  ///< one IPU-wide sync between a compute and an exchange phase
 
+  /// Equal when every cost is equal.
   constexpr bool operator==(const cycle_costs&) const = default;
 };
 
 /// Options that change a plan.
 struct options {
-  /// Per-tile bound on the temporary memory of convolutions and matmuls, as a proportion of
-  /// `bytes_per_tile` (PopLibs' `availableMemoryProportion`, default 0.6).
+  /// Per-tile bound on the transient memory (temporaries and exchange buffers) of conv and
+  /// dense steps, as a proportion of `bytes_per_tile` (PopLibs' `availableMemoryProportion`,
+  /// default 0.6). Must be in (0, 1]; otherwise planning is a compile error.
   ratio available_memory_proportion{3, 5};
   /// Type of the partial sums of convolutions and matmuls (f32 by default, as on the IPU).
   dtype partials = dtype::f32;
@@ -57,6 +61,7 @@ struct options {
   /// The unpublished costs of the cycle model.
   cycle_costs cycles{};
 
+  /// Equal when every option is equal.
   constexpr bool operator==(const options&) const = default;
 };
 

@@ -179,7 +179,7 @@ constexpr std::int64_t compute_cycles(const node& n, const node_plan& p, const c
 /// Estimated cycles of the fullest tile's exchange in a step: the bytes it receives at its
 /// share of the chip's exchange bandwidth.
 constexpr std::int64_t exchange_cycles(std::int64_t bytes, const chip_spec& chip) noexcept {
-  return chip.exchange_bytes_per_s > 0 ? div_up(bytes * chip.clock_hz * chip.tiles, chip.exchange_bytes_per_s) : 0;
+  return chip.exchange_bytes_per_s > 0 ? mul_div_up(bytes, chip.clock_hz * chip.tiles, chip.exchange_bytes_per_s) : 0;
 }
 
 /// Estimated tile cycles of a step: compute and exchange.

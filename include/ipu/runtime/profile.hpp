@@ -91,7 +91,7 @@ class profile {
       const std::int64_t phases = n.kind == op::input ? 0 : (p.step.kind == step_kind::conv ? p.step.serial : 1);
       s.sync_cycles = 2 * phases * prog.opts.cycles.sync_cycles;
       if (p.sends && prog.chip.link_bytes_per_s > 0)
-        s.link_cycles = detail::div_up(n.out.elements() * size_of(n.type) * prog.chip.clock_hz, prog.chip.link_bytes_per_s);
+        s.link_cycles = detail::mul_div_up(n.out.elements() * size_of(n.type), prog.chip.clock_hz, prog.chip.link_bytes_per_s);
       steps_.push_back(s);
       ipu_profile& i = ipus_[static_cast<std::size_t>(n.ipu)];
       i.compute_cycles += s.compute_cycles;

@@ -49,6 +49,7 @@ class IpuConan(ConanFile):
         tc.cache_variables["IPU_BUILD_TESTS"] = False
         tc.cache_variables["IPU_BUILD_BENCHMARKS"] = False
         tc.cache_variables["IPU_BUILD_EXAMPLES"] = False
+        tc.cache_variables["IPU_BUILD_DOCS"] = False
         tc.cache_variables["IPU_INSTALL"] = True
         tc.generate()
         CMakeDeps(self).generate()

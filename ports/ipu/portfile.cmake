@@ -15,6 +15,7 @@ vcpkg_cmake_configure(
         -DIPU_BUILD_TESTS=OFF
         -DIPU_BUILD_BENCHMARKS=OFF
         -DIPU_BUILD_EXAMPLES=OFF
+        -DIPU_BUILD_DOCS=OFF
         -DIPU_INSTALL=ON
 )
 vcpkg_cmake_install()

@@ -11,6 +11,7 @@
 #include <ipu/core/fixed_string.hpp>
 #include <ipu/graph/layers.hpp>
 
+#include <string_view>
 #include <type_traits>
 
 namespace ipu {
@@ -120,10 +121,13 @@ template <int Count, Block Body>
 constexpr repeat_t<Count, detail::as_seq_t<Body>> repeat(Body) noexcept {
   return {};
 }
-/// `scope<"stage1">(block)`: prefixes the paths of the block's nodes with `stage1.`.
+/// `scope<"stage1">(block)`: prefixes the paths of the block's nodes with `stage1.`. The name
+/// is not empty and has no `.`, the separator of paths; sibling scopes need different names.
 template <fixed_string Name, Block Body>
   requires(Name.view().size() > 0)
 constexpr scope_t<Name, detail::as_seq_t<Body>> scope(Body) noexcept {
+  static_assert(Name.view().find('.') == std::string_view::npos,
+                "ipu: a nn::scope name cannot contain '.', which separates the parts of a node path");
   return {};
 }
 }  // namespace nn

@@ -46,6 +46,8 @@ struct shortcut_output_nhwc { std::int64_t n, h, w, c; };
 struct input_nhwc { std::int64_t n, h, w, c; };
 /// An NC (rank-2) shape as a labelled template argument.
 struct input_nc { std::int64_t n, c; };
+/// A node's index in the node table, as a labelled template argument.
+struct node_index { std::int64_t value; };
 
 /// Error: a conv's input channels or filters are not divisible by its groups.
 template <auto Layer, input_channels In, filters Out, groups G>
@@ -95,6 +97,15 @@ struct layer_path_too_long {
   static constexpr bool value = false;
 };
 
+/// Error: two nodes have the same path, so weights and queries by path could not tell them
+/// apart. `First` and `Second` are their indices in the node table.
+template <auto Layer, node_index First, node_index Second>
+struct node_paths_must_be_unique {
+  static_assert(First.value < 0, "ipu: two nodes have the same path; give sibling nn::scope blocks different names, "
+                                 "and none the name of a residual block (block1, block2, ...)");
+  static constexpr bool value = false;
+};
+
 }  // namespace ipu::diag
 
 namespace ipu::detail {
@@ -121,6 +132,8 @@ consteval bool report_graph_error() {
   } else if constexpr (E.kind == pool_larger_than_input) {
     return diag::pool_window_must_fit_input<layer, diag::window_size{E.x}, diag::input_height{a.dim[1]},
                                             diag::input_width{a.dim[2]}>::value;
+  } else if constexpr (E.kind == duplicate_path) {
+    return diag::node_paths_must_be_unique<layer, diag::node_index{E.x}, diag::node_index{E.y}>::value;
   } else {
     return diag::layer_path_too_long<layer, diag::max_characters{E.x}>::value;
   }

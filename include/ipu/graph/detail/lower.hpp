@@ -7,6 +7,7 @@
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/node.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -22,6 +23,7 @@ enum class graph_error_kind : std::uint8_t {
   needs_4d_input,                 ///< a = input shape (conv or pooling on an NC tensor)
   pool_larger_than_input,         ///< a = input shape, x = window size
   path_too_long,                  ///< path holds the truncated path, x = capacity
+  duplicate_path,                 ///< path is held by two nodes, x and y (their indices)
 };
 
 struct graph_error {
@@ -229,6 +231,32 @@ struct emit<on_t<Ipu, Body>> {
   }
 };
 
+/// Fails with `duplicate_path` when two nodes share a path: sibling scopes of the same name, a
+/// repeated scope, or a scope named like a residual block (`block1`). The paths' hashes are
+/// sorted, and only equal hashes compare paths: quadratic work in a constant evaluation would
+/// cost a second of compile time on ResNeXt-101.
+template <std::size_t N>
+constexpr void check_unique_paths(builder<N>& b) {
+  std::array<std::uint64_t, N> hash{};
+  for (std::size_t i = 0; i < N; ++i) {
+    std::uint64_t h = 14695981039346656037ull;  // FNV-1a
+    for (const char c : b.nodes[i].path.view()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    hash[i] = h;
+  }
+  std::array<std::uint64_t, N> sorted = hash;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t k = 1; k < N; ++k) {
+    if (sorted[k - 1] != sorted[k]) continue;
+    for (std::size_t j = 1; j < N; ++j)  // rare: find the nodes, and whether their paths are equal
+      for (std::size_t i = 0; i < j; ++i)
+        if (hash[i] == sorted[k] && hash[j] == sorted[k] && b.nodes[i].path.view() == b.nodes[j].path.view()) {
+          b.fail({graph_error_kind::duplicate_path, b.nodes[j].path, {}, {}, static_cast<std::int64_t>(i),
+                  static_cast<std::int64_t>(j)});
+          return;
+        }
+  }
+}
+
 template <class G> struct lowering;
 template <class DType, int N, int H, int W, int C, class... Bs>
 struct lowering<graph<input_spec<DType, N, H, W, C>, Bs...>> {
@@ -238,6 +266,7 @@ struct lowering<graph<input_spec<DType, N, H, W, C>, Bs...>> {
     b.push_input(dtype_of_v<DType>, nhwc(N, H, W, C));
     name_scope root;
     emit<nn::seq_t<Bs...>>::apply(b, root);
+    check_unique_paths(b);
     return {b.nodes, b.error};
   }
 };

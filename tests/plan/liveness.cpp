@@ -51,6 +51,13 @@ constexpr auto net = ipu::input<ipu::f16, 2, 8, 8, 8> | nn::conv<8, 3> |
                      nn::residual(body, nn::conv<8, 1> | nn::batch_norm) | nn::relu |
                      ipu::on<1>(nn::residual(body) | nn::relu | nn::global_avg_pool | nn::dense<3>);
 using net_t = decltype(net);
+
+// An output of IPU 0 read on IPU 1 and then again on IPU 0 (the residual's shortcut): IPU 0
+// holds it until its own last reader, not until IPU 1's.
+using back_and_forth_t = decltype(ipu::input<ipu::f16, 2, 8, 8, 8> | nn::conv<8, 3>
+                                  | ipu::on<1>(nn::residual(ipu::on<0>(nn::conv<8, 1> | nn::conv<8, 1>)
+                                                            | nn::conv<8, 1>))
+                                  | nn::relu);
 }  // namespace
 
 TEST_CASE("a residual block's input stays live until its add", "[plan][liveness]") {
@@ -71,5 +78,6 @@ TEST_CASE("a residual block's input stays live until its add", "[plan][liveness]
 
 TEST_CASE("liveness matches the brute-force reference, on one IPU and across two", "[plan][liveness]") {
   check<net_t>(2);
+  check<back_and_forth_t>(2);
   check<ipu::models::resnext<ipu::f32, 2, 50, 32, 4, 3, 10, 32>>(1);
 }

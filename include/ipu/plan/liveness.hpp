@@ -40,20 +40,19 @@ struct activation_liveness {
   int peak_step = -1;           ///< the first step reaching the peak
 };
 
-/// Liveness of the activations that live on IPU `ipu`. An output lives on the IPU of the node
-/// producing it; an output read by a node on another IPU also has a copy there, live from the
-/// step that produces it to its last reader on that IPU.
+/// Liveness of the activations that live on IPU `ipu`, as the plan holds them. An output lives
+/// on the IPU of the node producing it, from its step to its last reader on that IPU; an output
+/// read by a node on another IPU is sent when it is produced, and its copy there lives from
+/// that step to its last reader there.
 template <std::size_t N>
 constexpr activation_liveness<N> activation_liveness_on(const std::array<node, N>& table, int ipu) noexcept {
-  const std::array<int, N> last = last_use(table);
-  // last step at which a copy of output j is held on `ipu` (-1: never); it is held from step j
+  // last step at which output j (or its copy) is held on `ipu` (-1: never); it is held from step j
   std::array<int, N> to{};
-  for (std::size_t j = 0; j < N; ++j) to[j] = table[j].ipu == ipu ? last[j] : -1;
+  for (std::size_t j = 0; j < N; ++j) to[j] = table[j].ipu == ipu ? static_cast<int>(j) : -1;
   for (std::size_t i = 0; i < N; ++i)
     if (table[i].ipu == ipu)
       for (int src : {table[i].input, table[i].shortcut})
-        if (src >= 0 && table[static_cast<std::size_t>(src)].ipu != ipu)
-          to[static_cast<std::size_t>(src)] = std::max(to[static_cast<std::size_t>(src)], static_cast<int>(i));
+        if (src >= 0) to[static_cast<std::size_t>(src)] = std::max(to[static_cast<std::size_t>(src)], static_cast<int>(i));
   std::array<std::int64_t, N> born{}, dies{};  // bytes added at a step, removed after it
   for (std::size_t j = 0; j < N; ++j) {
     if (to[j] < 0) continue;

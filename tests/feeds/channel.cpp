@@ -67,6 +67,19 @@ TEST_CASE("channel: the timed calls give up after their timeout, not before") {
   CHECK(c.pushed() == 1);
 }
 
+TEST_CASE("channel: the timed pushes take an rvalue, and leave it to the caller when no slot comes") {
+  ipu::channel<std::vector<int>, 1> c;
+  std::vector<int> a{1, 2, 3}, b{4, 5}, d{6};
+  CHECK(c.try_push_until(std::move(a), std::chrono::steady_clock::now() + 10s));
+  CHECK_FALSE(c.try_push_until(std::move(b), std::chrono::steady_clock::now() + 5ms));
+  CHECK(b == std::vector<int>{4, 5});  // not taken: still the caller's
+  CHECK_FALSE(c.try_push_for(std::move(d), 5ms));
+  CHECK(d == std::vector<int>{6});
+  std::vector<int> out;
+  REQUIRE(c.try_pop(out));
+  CHECK(out == std::vector<int>{1, 2, 3});
+}
+
 TEST_CASE("channel: a timed call succeeds as soon as the other side makes room") {
   ipu::channel<int, 1> c;
   REQUIRE(c.try_push(1));

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -31,6 +32,23 @@ std::vector<float> read_all(Channel& in) {
   std::vector<float> first_values;
   while (in.consume([&](const image& x) { first_values.push_back(x[0]); })) {}
   return first_values;
+}
+
+// Feeds `range` into `in` from a producer thread and reads until the consumer's read rethrows
+// the producer's error, whose message must be `message`. Returns the first value of every
+// element read before it, and what `feed` returned.
+template <class Channel, class R>
+std::pair<std::vector<float>, ipu::feed_result> read_until_error(Channel& in, R&& range, const std::string& message) {
+  ipu::feed_result result;
+  std::jthread producer([&] { result = ipu::feed(in, std::forward<R>(range)); });
+  std::vector<float> seen;
+  CHECK_THROWS_WITH(
+      [&] {
+        while (in.consume([&](const image& x) { seen.push_back(x[0]); })) {}
+      }(),
+      message);
+  producer.join();
+  return {seen, result};
 }
 
 template <class R>
@@ -87,18 +105,26 @@ TEST_CASE("feed: an exception thrown inside a view reaches the consumer") {
   CHECK(read_all(in) == std::vector<float>{0, 1, 2, 3});
 
   in.reset();
-  ipu::feed_result failed;
-  std::jthread producer([&] { failed = ipu::feed(in, ranges::views::iota(0, 10) | ranges::views::transform(load)); });
-  std::vector<float> seen;
-  CHECK_THROWS_WITH(
-      [&] {
-        while (in.consume([&](const image& x) { seen.push_back(x[0]); })) {}
-      }(),
-      "image 5 cannot be decoded");
-  producer.join();
+  const auto [seen, failed] =
+      read_until_error(in, ranges::views::iota(0, 10) | ranges::views::transform(load), "image 5 cannot be decoded");
   CHECK(seen == std::vector<float>{0, 1, 2, 3, 4});
   CHECK(failed.end == ipu::feed_end::failed);
   CHECK(failed.pushed == 5);
+}
+
+TEST_CASE("feed: a channel_error thrown by the range aborts the infeed like any other") {
+  // A pipeline reading from another channel can throw channel_error itself; that is the
+  // range's failure, not misuse of the infeed, so the consumer must receive it.
+  ipu::infeed<image_t, 4> in;
+  const auto load = [](int i) {
+    if (i == 2) throw ipu::channel_error("upstream channel aborted");
+    return filled(static_cast<float>(i));
+  };
+  const auto [seen, result] =
+      read_until_error(in, ranges::views::iota(0, 10) | ranges::views::transform(load), "upstream channel aborted");
+  CHECK(seen == std::vector<float>{0, 1});
+  CHECK(result.end == ipu::feed_end::failed);
+  CHECK(result.pushed == 2);
 }
 
 TEST_CASE("feed: a consumer that cancels ends the feed") {

@@ -383,6 +383,11 @@ class channel {
   bool try_push_until(const T& value, std::chrono::time_point<Clock, Duration> deadline) {
     return try_emplace_until(copy_from(value), deadline);
   }
+  /// `try_emplace_until` with `value` moved in (left as it was if no slot came).
+  template <class Clock, class Duration>
+  bool try_push_until(T&& value, std::chrono::time_point<Clock, Duration> deadline) {
+    return try_emplace_until(move_from(value), deadline);
+  }
 
   /// Ends the stream: the consumer receives the elements pushed so far, then the end.
   void close() { core_.set(detail::channel_core::closed); }

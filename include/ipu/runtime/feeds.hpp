@@ -412,17 +412,24 @@ template <class T, std::size_t Capacity, ranges::input_range R>
 feed_result feed(channel<T, Capacity>& in, R&& range, const std::stop_token& stop = {}) {
   feed_result result;
   const channel_use use = in.attach();
+  // Whether an exception comes from the channel itself (misuse: rethrown) or from the range,
+  // its views or a conversion (aborts the infeed), whatever its type.
+  bool in_channel = false;
   try {
     for (auto&& value : range) {
+      in_channel = true;
       const bool pushed = in.emplace(
           [&](T& slot) {
+            in_channel = false;
             if constexpr (std::assignable_from<T&, decltype(value)>) {
               slot = std::forward<decltype(value)>(value);
             } else {
               slot.assign(std::forward<decltype(value)>(value));
             }
+            in_channel = true;
           },
           stop);
+      in_channel = false;
       if (!pushed) {
         if (in.cancelled()) {
           result.end = feed_end::cancelled;
@@ -435,9 +442,8 @@ feed_result feed(channel<T, Capacity>& in, R&& range, const std::stop_token& sto
       }
       ++result.pushed;
     }
-  } catch (const channel_error&) {
-    throw;
   } catch (...) {
+    if (in_channel) throw;
     in.abort(std::current_exception());
     result.end = feed_end::failed;
     return result;

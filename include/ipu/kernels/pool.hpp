@@ -35,6 +35,19 @@ void pool(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64
   }
 }
 
+/// The mean of `count` values `x[0], x[stride], ...`, summed in order.
+template <class T>
+T mean(const T* x, std::int64_t stride, std::int64_t count) noexcept {
+  float sum = 0;
+  for (std::int64_t k = 0; k < count; ++k) sum += widen(x[k * stride]);
+  return static_cast<T>(sum / static_cast<float>(count));
+}
+
+// The vectorised reductions depend on IPU_SIMD, so they live in its namespace, as
+// packed_conv does: translation units built for different instruction sets hold distinct
+// functions.
+inline namespace IPU_SIMD_NAMESPACE {
+
 /// Positions `[begin, end)` (over all images) of an NHWC pooling, every channel, into
 /// `out[(p - begin) * channels + c]`: the values of `pool`, computed a vector of channels at
 /// a time (the taps in the same order, so the same sums).
@@ -58,14 +71,6 @@ void pool_positions(pool_kind kind, const window_geometry& g, image_view<T> in, 
     }
 }
 
-/// The mean of `count` values `x[0], x[stride], ...`, summed in order.
-template <class T>
-T mean(const T* x, std::int64_t stride, std::int64_t count) noexcept {
-  float sum = 0;
-  for (std::int64_t k = 0; k < count; ++k) sum += widen(x[k * stride]);
-  return static_cast<T>(sum / static_cast<float>(count));
-}
-
 /// `out[c] = mean(x, channels, count)` offset by channel `c`, for `c < channels`: the means
 /// of `count` pixels of `channels` channels, a vector of channels at a time.
 template <class T>
@@ -78,6 +83,8 @@ void mean_pixels(const T* x, std::int64_t channels, std::int64_t count, T* out) 
     simd::store_rounded(out + c, simd::div(sum, simd::splat(static_cast<float>(count))), n);
   }
 }
+
+}  // namespace IPU_SIMD_NAMESPACE
 
 /// Softmax of one row of `channels` values; writes channels `[begin, end)` into
 /// `out[c - begin]`. The row maximum is subtracted first.

@@ -26,8 +26,9 @@
 #endif
 
 /// Value of `IPU_SIMD` that selects the portable kernels: plain C++ on vectors of 4 floats,
-/// for any target. The three values are ordered, narrowest set first.
-#define IPU_SIMD_PORTABLE 0
+/// for any target. The three values are ordered, narrowest set first, and none is 0: `#if`
+/// reads an undefined name as 0, so a misspelt `IPU_SIMD` is an error, not the portable set.
+#define IPU_SIMD_PORTABLE 1
 /// Value of `IPU_SIMD` that selects the AVX2 kernels: vectors of 8 floats. Needs `-mavx2
 /// -mfma` (e.g. `-march=x86-64-v3`).
 #define IPU_SIMD_AVX2 2
@@ -55,8 +56,7 @@
 /// To choose a narrower set, define it before the first include of an ipu header, e.g.
 /// `-DIPU_SIMD=IPU_SIMD_AVX2`. The value is evaluated only after this header has defined the
 /// three values and `IPU_SIMD_TARGET`, so it may refer to them. A set above `IPU_SIMD_TARGET`,
-/// or a number that is none of the three, is an `#error`; note that `#if` reads an undefined
-/// name as 0, so a misspelt value silently selects the portable kernels. Build every
+/// or anything that is none of the three (a misspelt name included), is an `#error`. Build every
 /// translation unit of a program with the same value (see `IPU_SIMD_NAMESPACE`).
 #ifndef IPU_SIMD
 #define IPU_SIMD IPU_SIMD_TARGET
@@ -90,8 +90,8 @@ inline float madd(float a, float b, float c) noexcept {
 }
 
 /// \def IPU_SIMD_NAMESPACE
-/// The name of the inline namespace inside `ipu::kernels` that holds `simd` and
-/// `packed_conv`: `avx512`, `avx2` or `portable`, after `IPU_SIMD` (so
+/// The name of the inline namespace inside `ipu::kernels` that holds `simd`, `packed_conv`
+/// and the vectorised pooling: `avx512`, `avx2` or `portable`, after `IPU_SIMD` (so
 /// `ipu::kernels::packed_conv` is `ipu::kernels::avx512::packed_conv` in an AVX-512 build).
 /// Set by this header; do not define it.
 #if IPU_SIMD == IPU_SIMD_AVX512

@@ -7,6 +7,7 @@
 
 #include <ipu/ipu.hpp>
 
+#include <iomanip>
 #include <sstream>
 
 namespace nn = ipu::nn;
@@ -41,6 +42,13 @@ TEST_CASE("the profile's totals are the sums of its steps, and images/s follows 
   CHECK(compute > conv_cycles);  // the other ops cost cycles too
 }
 
+TEST_CASE("an empty profile reports no throughput rather than an infinite one") {
+  const ipu::profile empty;
+  CHECK(empty.cycles_per_batch() == 0);
+  CHECK(empty.simulated_images_per_second() == 0);
+  CHECK(empty.host_images_per_second() == 0);
+}
+
 TEST_CASE("host time is recorded per batch, and the JSON has every step") {
   ipu::engine<net_t, target_t> engine{ipu::weights<net_t>::random(1)};
   CHECK(engine.profile().batches_measured() == 0);
@@ -54,7 +62,10 @@ TEST_CASE("host time is recorded per batch, and the JSON has every step") {
   CHECK(p.host_images_per_second() == Approx(2.0 / p.host_seconds_per_batch()));
 
   std::ostringstream json;
+  json << std::scientific << std::setprecision(2);
   p.write_json(json);
+  CHECK(json.flags() == (std::ios::dec | std::ios::skipws | std::ios::scientific));  // the caller's format stays
+  CHECK(json.precision() == 2);
   const std::string text = json.str();
   for (const ipu::node& n : ipu::node_table_v<net_t>)
     CHECK(text.find("\"path\": \"" + std::string(n.path.view()) + "\"") != std::string::npos);
@@ -65,6 +76,8 @@ TEST_CASE("host time is recorded per batch, and the JSON has every step") {
   std::ostringstream summary;
   summary << p;
   CHECK(summary.str().find("simulated") != std::string::npos);
+  CHECK(summary.flags() == std::ostringstream().flags());
+  CHECK(summary.precision() == 6);
 }
 
 TEST_CASE("the sync cost is an option, and an IPU-Link transfer costs link cycles") {

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sstream>
 #include <string_view>
 #include <type_traits>
 
@@ -91,4 +92,10 @@ TEST_CASE("the summary lists every node and the totals", "[report][summary]") {
   REQUIRE(text.find("conv 3x3/1 g4") != std::string::npos);
   REQUIRE(text.find("[1, 4]") != std::string::npos);
   REQUIRE(text.find("total params: ") != std::string::npos);
+
+  // Printing leaves the stream's format as the caller set it (the totals use fixed, 3 digits).
+  std::ostringstream out;
+  out << s << 0.123456789;
+  CHECK(out.str().substr(out.str().size() - 8) == "0.123457");
+  CHECK(out.flags() == std::ostringstream().flags());
 }

@@ -3,6 +3,7 @@
 /// `ipu::summary<G>()`: a Keras-style table of a graph, one row per node (path, op, output
 /// shape, parameters, MACs, IPU) with totals.
 
+#include <ipu/core/stream_state.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
 
@@ -74,6 +75,7 @@ class model_summary {
 
   /// Prints the table and the totals.
   friend std::ostream& operator<<(std::ostream& os, const model_summary& m) {
+    const detail::stream_state keep(os);
     std::size_t path_width = 4;
     for (const node& n : m.nodes_) path_width = std::max(path_width, n.path.length);
     const auto rule = std::string(path_width + 2 + 18 + 20 + 14 + 18 + 5, '-');
@@ -94,7 +96,6 @@ class model_summary {
        << "total MACs:   " << detail::grouped(m.total_macs()) << " for a batch of " << batch << " ("
        << std::fixed << std::setprecision(3) << static_cast<double>(m.total_macs()) / static_cast<double>(batch) / 1e9
        << " G per sample)\n";
-    os.unsetf(std::ios::floatfield);
     return os;
   }
 

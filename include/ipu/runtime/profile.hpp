@@ -17,6 +17,7 @@
 /// across IPUs, throughput is set by the busiest IPU (`pipelined_images_per_second`).
 
 #include <ipu/core/fixed_string.hpp>
+#include <ipu/core/stream_state.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/plan.hpp>
 #include <ipu/runtime/program.hpp>
@@ -37,7 +38,7 @@ namespace ipu {
 /// by phase, and the host time measured for it.
 struct step_profile {
   int node = 0;                     ///< index of the node in the node table, which is its step
-  path_string path{};               ///< the node's layer path, e.g. `"stage1.block0.conv2"`
+  path_string path{};               ///< the node's layer path, e.g. `"stage1.block1.conv2"`
   op kind{};                        ///< the node's operation
   int ipu = 0;                      ///< the IPU the step runs on
   std::int64_t compute_cycles = 0;  ///< arithmetic of the fullest tile, over all serial slices
@@ -121,9 +122,11 @@ class profile {
   double simulated_seconds_per_batch() const noexcept {
     return static_cast<double>(cycles_per_batch()) / static_cast<double>(clock_hz_);
   }
-  /// Simulated throughput without pipelining: `batch_size()` images per simulated batch time.
+  /// Simulated throughput without pipelining: `batch_size()` images per simulated batch time;
+  /// 0 for a profile without cycles, as the host figures are without batches.
   double simulated_images_per_second() const noexcept {
-    return static_cast<double>(batch_) / simulated_seconds_per_batch();
+    const double seconds = simulated_seconds_per_batch();
+    return seconds > 0 ? static_cast<double>(batch_) / seconds : 0;
   }
   /// Throughput with successive batches pipelined over the IPUs: the busiest IPU sets it.
   double pipelined_images_per_second() const noexcept {
@@ -161,6 +164,7 @@ class profile {
   /// The profile as JSON: the target, the model's totals, the measured figures, one object
   /// per IPU and one per step.
   void write_json(std::ostream& os) const {
+    const detail::stream_state keep(os);
     os << std::setprecision(9) << "{\n  \"target\": \"" << target_ << "\",\n  \"mode\": \"" << mode_
        << "\",\n  \"batch_size\": " << batch_ << ",\n  \"clock_hz\": " << clock_hz_
        << ",\n  \"cycles_per_batch\": " << cycles_per_batch()
@@ -197,7 +201,7 @@ class profile {
   /// A summary: the model's totals and per IPU, the measured host figures, and the ten
   /// steps with the most simulated cycles.
   friend std::ostream& operator<<(std::ostream& os, const profile& p) {
-    const auto flags = os.flags();
+    const detail::stream_state keep(os);
     os << "profile on " << p.target_ << " (" << p.mode_ << " mode), batch " << p.batch_ << "\n"
        << std::fixed << std::setprecision(3) << "  simulated: " << p.cycles_per_batch() << " cycles, "
        << p.simulated_seconds_per_batch() * 1e3 << " ms per batch, " << std::setprecision(1)
@@ -223,7 +227,6 @@ class profile {
            << " cycles (compute " << s->compute_cycles << ", exchange " << s->exchange_cycles << ")";
       os << line.str() << "\n";
     }
-    os.flags(flags);
     return os;
   }
 

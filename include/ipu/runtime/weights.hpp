@@ -87,7 +87,7 @@ class layer_weights {
     }
   }
 
-  /// The layer's path in the graph, e.g. `"stage1.block0.conv2"`.
+  /// The layer's path in the graph, e.g. `"stage1.block1.conv2"`.
   std::string_view path() const noexcept { return path_; }
   /// The layer's operation: `op::conv`, `op::batch_norm` or `op::dense`.
   op kind() const noexcept { return kind_; }
@@ -256,9 +256,9 @@ class weights {
   layer_weights& operator[](std::size_t i) noexcept { return layers_[i]; }
   /// Parameterised layer `i`, counted in graph order; unchecked, `i < size()`.
   const layer_weights& operator[](std::size_t i) const noexcept { return layers_[i]; }
-  /// The layer whose path is `path` (e.g. `"stage1.block0.conv2"`); throws `weight_error`.
+  /// The layer whose path is `path` (e.g. `"stage1.block1.conv2"`); throws `weight_error`.
   layer_weights& operator[](std::string_view path) { return layers_[index_of(path)]; }
-  /// The layer whose path is `path` (e.g. `"stage1.block0.conv2"`); throws `weight_error`.
+  /// The layer whose path is `path` (e.g. `"stage1.block1.conv2"`); throws `weight_error`.
   const layer_weights& operator[](std::string_view path) const { return layers_[index_of(path)]; }
   /// The layer of node `j` of the node table; throws `weight_error` if it has no parameters.
   const layer_weights& of_node(int j) const {

@@ -111,8 +111,8 @@ inline dnnl::memory::desc activation_desc(std::int64_t n, std::int64_t h, std::i
 /// TensorFlow's SAME padding as oneDNN's `padding_l`, `padding_r` for one spatial axis.
 inline std::pair<std::int64_t, std::int64_t> same_padding(std::int64_t in, std::int64_t out, std::int64_t kernel,
                                                           std::int64_t stride) {
-  const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * stride + kernel - in);
-  return {total / 2, total - total / 2};
+  const std::int64_t before = ipu::kernels::same_padding_before(in, out, kernel, stride);
+  return {before, ipu::kernels::same_padding_total(in, out, kernel, stride) - before};
 }
 
 /// A convolution as oneDNN's primitive descriptor: source and destination NHWC, weights in

@@ -40,10 +40,17 @@ struct image_view {
   }
 };
 
-/// TensorFlow's SAME padding along one axis: the padding before the first element.
+/// TensorFlow's SAME padding along one axis: the padding before and after, together.
+constexpr std::int64_t same_padding_total(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                                          std::int64_t stride) noexcept {
+  return std::max<std::int64_t>(0, (out - 1) * stride + kernel - in);
+}
+
+/// TensorFlow's SAME padding along one axis: the padding before the first element, the
+/// smaller half of `same_padding_total`.
 constexpr std::int64_t same_padding_before(std::int64_t in, std::int64_t out, std::int64_t kernel,
                                            std::int64_t stride) noexcept {
-  return std::max<std::int64_t>(0, (out - 1) * stride + kernel - in) / 2;
+  return same_padding_total(in, out, kernel, stride) / 2;
 }
 
 /// The geometry of a sliding-window op over NHWC images (a dense layer is a 1x1 conv on 1x1

@@ -8,7 +8,6 @@
 #include <ipu/core/shape.hpp>
 
 #include <cstdint>
-#include <string_view>
 
 namespace ipu {
 
@@ -28,14 +27,6 @@ enum class op : std::uint8_t {
 
 /// Number of enumerators in `op`.
 inline constexpr int op_count = 10;
-
-/// The name of `o` as written in `ipu::nn` (`"conv"`, `"batch_norm"`, ...).
-constexpr std::string_view name_of(op o) noexcept {
-  constexpr std::string_view names[op_count] = {"input",   "conv",     "batch_norm",      "relu",
-                                                "max_pool", "avg_pool", "global_avg_pool", "dense",
-                                                "softmax", "add"};
-  return names[static_cast<int>(o)];
-}
 
 /// Hyper-parameters of a layer, as its type states them. Fields a layer does not use keep
 /// their defaults.

@@ -26,6 +26,7 @@
 /// tile is the one with the most units. A conv may run its units in `serial`
 /// slices, dividing the window and the partials (not the weights) by up to `serial`.
 
+#include <ipu/core/arith.hpp>
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/memory.hpp>
@@ -118,23 +119,6 @@ struct transient_bytes {
 };
 
 namespace detail {
-constexpr std::int64_t div_up(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
-
-/// `ceil(a * b / c)` without forming `a * b`, which overflows 64 bits long before the result
-/// does (bytes x clock x tiles, for example). Requires `a, b >= 0` and `0 < c < 2^54`.
-constexpr std::int64_t mul_div_up(std::int64_t a, std::int64_t b, std::int64_t c) noexcept {
-  // a b / c = (a / c) b + (a % c) b / c. The second term is long division over the bytes of b:
-  // each partial dividend stays below c * 2^9.
-  const std::int64_t r = a % c;
-  std::int64_t quotient = 0, remainder = 0;
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    const std::int64_t t = remainder * 256 + r * ((b >> shift) & 0xFF);
-    quotient = quotient * 256 + t / c;
-    remainder = t % c;
-  }
-  return a / c * b + quotient + (remainder != 0 ? 1 : 0);
-}
-
 /// Most runs of `period` a contiguous range of `count` items can touch (`count >= 1`).
 constexpr std::int64_t runs_touched(std::int64_t count, std::int64_t period) noexcept {
   return (count + period - 2) / period + 1;

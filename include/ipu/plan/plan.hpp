@@ -23,10 +23,12 @@
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
+#include <ipu/ops/registry.hpp>
 #include <ipu/plan/liveness.hpp>
 #include <ipu/plan/diagnostics.hpp>
 #include <ipu/plan/memory.hpp>
 #include <ipu/plan/model.hpp>
+#include <ipu/plan/node_plan.hpp>
 #include <ipu/target/chip.hpp>
 #include <ipu/target/mapping.hpp>
 #include <ipu/target/options.hpp>
@@ -39,22 +41,6 @@
 #include <utility>
 
 namespace ipu {
-
-/// The plan of one node: where its tensors live and what its step needs.
-struct node_plan {
-  tensor_mapping output{};  ///< the output on the node's IPU
-  tensor_mapping copy{};    ///< element-wise mapping of copies on other IPUs and of the send buffer
-  tensor_mapping work{};    ///< the units the step's transients follow
-  step_model step{};        ///< the shape of the step's work, from which its transients follow
-  std::array<tensor_mapping, 2> weights{};  ///< weight tensors on the node's IPU
-  std::array<std::int64_t, 2> weight_bytes{};  ///< bytes per element of each weight tensor
-  int weight_tensors = 0;             ///< entries of `weights` in use: 0, 1 (conv) or 2 (dense, batch norm)
-  bool sends = false;                 ///< read on another IPU: a send buffer during its step
-  std::int64_t transient_bound = 0;   ///< available_memory_proportion x bytes per tile (conv, dense)
-  transient_bytes transient_max{};    ///< transients of the fullest tile
-  bool over_bound = false;            ///< no split met the bound: the memory-minimising one is used
-  std::int64_t cycles = 0;            ///< estimated tile cycles of the step (compute and exchange)
-};
 
 /// The plan of a graph of `N` nodes on `Ipus` IPUs. Obtain it as `ipu::plan_v<G, Target, Options>`;
 /// steps and nodes share indices (step `j` runs node `j` of the table on that node's IPU).
@@ -217,105 +203,26 @@ struct step_signature {
   constexpr bool operator==(const step_signature&) const = default;
 };
 
+/// Plans node `j`: every output starts mapped element by element, then its op plans its step
+/// (`ops::<op>::plan`); the fullest tile's transients and the cycles follow from the step.
 template <std::size_t N, int Ipus>
 consteval void place_node(plan<N, Ipus>& p, int j) {
   const chip_spec& chip = p.chip;
   const node& n = p.at(j);
   node_plan& np = p.nodes[static_cast<std::size_t>(j)];
   np = node_plan{};
-  const std::int64_t bytes = size_of(n.type);
-  np.copy = map_elements(n.out.elements(), bytes, chip);
-  np.output = np.copy;
-  np.work = np.output;
-  step_model& s = np.step;
-  s.element_bytes = bytes;
-  s.partial_bytes = size_of(p.opts.partials);
+  np.copy = map_elements(n.out.elements(), size_of(n.type), chip);
+  np.output = np.work = np.copy;
+  np.step.element_bytes = size_of(n.type);
+  np.step.partial_bytes = size_of(p.opts.partials);
   const auto local = [&](int src) -> const tensor_mapping& {
+    if (src < 0) return np.copy;
     const node_plan& q = p.nodes[static_cast<std::size_t>(src)];
     return p.at(src).ipu == n.ipu ? q.output : q.copy;
   };
-  const auto add_weights = [&](std::int64_t elements) {
-    np.weights[static_cast<std::size_t>(np.weight_tensors)] = map_elements(elements, bytes, chip);
-    np.weight_bytes[static_cast<std::size_t>(np.weight_tensors++)] = bytes;
-  };
-  const shape& in = n.in;
-  const shape& out = n.out;
-  const auto spatial = [&] {
-    s.images = in.dim[0];
-    s.in_height = in.rank == 4 ? in.dim[1] : 1;
-    s.in_width = in.rank == 4 ? in.dim[2] : 1;
-    s.out_height = out.rank == 4 ? out.dim[1] : 1;
-    s.out_width = out.rank == 4 ? out.dim[2] : 1;
-    s.positions = s.images * s.out_height * s.out_width;
-  };
-  switch (n.kind) {
-    case op::conv:
-    case op::dense: {
-      spatial();
-      const std::int64_t groups = n.kind == op::conv ? n.layer.groups : 1;
-      s.kind = step_kind::conv;
-      s.in_channels = in.channels() / groups;
-      s.kernel = n.kind == op::conv ? n.layer.kernel : 1;
-      s.stride = n.kind == op::conv ? n.layer.stride : 1;
-      s.bias = n.kind == op::dense;
-      const channel_blocks cb = split_channels(s, out.channels(), groups, chip);
-      s.blocks = cb.blocks;
-      s.block_channels = cb.channels;
-      np.output = np.work = map_units(s, chip);
-      if (n.kind == op::conv) {
-        add_weights(n.params);
-      } else {
-        add_weights(in.channels() * out.channels());
-        add_weights(out.channels());
-      }
-      // The fewest serial slices whose transients meet the bound; if none does, one unit per
-      // slice, the fewest bytes. Slices run as a loop over one compute set, as PopLibs' serial
-      // splits do, so they add no vertex state.
-      np.transient_bound = p.opts.available_memory_proportion.of(chip.bytes_per_tile);
-      const std::int64_t units = np.work.units.max_elements_per_tile();
-      s.serial = 1;
-      while (transient_on(s, units).total() > np.transient_bound && s.serial < units) s.serial *= 2;
-      np.over_bound = transient_on(s, units).total() > np.transient_bound;
-      break;
-    }
-    case op::batch_norm:  // folded: a scale and a shift per channel
-      add_weights(out.channels());
-      add_weights(out.channels());
-      np.output = np.work = local(n.input);
-      s.kind = step_kind::channels;
-      s.in_channels = out.channels();
-      s.blocks = np.work.blocks;
-      s.block_channels = np.work.unit_elements;
-      s.positions = np.work.units.elements / np.work.blocks;
-      break;
-    case op::relu: np.output = np.work = local(n.input); break;
-    case op::add:
-      np.output = np.work = local(n.input);
-      if (!(local(n.shortcut) == np.output)) {
-        s.kind = step_kind::remap;
-        s.block_channels = np.work.unit_elements;
-      }
-      break;
-    case op::max_pool:
-    case op::avg_pool:
-      spatial();
-      s.kind = step_kind::window;
-      s.block_channels = s.in_channels = out.channels();
-      s.kernel = n.layer.kernel;
-      s.stride = n.layer.stride;
-      break;
-    case op::global_avg_pool:
-      s.kind = step_kind::reduce;
-      s.reduce = in.dim[1] * in.dim[2];
-      break;
-    case op::softmax:
-      s.kind = step_kind::rows;
-      s.positions = in.elements() / in.channels();
-      s.block_channels = in.channels();
-      break;
-    default: break;  // the input: mapped element by element, no work
-  }
-  np.transient_max = transient_on(s, np.work.units.max_elements_per_tile());
+  const ops::plan_inputs in{n, chip, p.opts, local(n.input), local(n.shortcut)};
+  ops::visit(n.kind, [&]<class Op>(Op) { Op::plan(in, np); });
+  np.transient_max = transient_on(np.step, np.work.units.max_elements_per_tile());
   np.cycles = estimate_cycles(n, np, chip);
 }
 

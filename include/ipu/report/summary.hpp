@@ -6,6 +6,7 @@
 #include <ipu/core/stream_state.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
+#include <ipu/ops/registry.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -33,17 +34,7 @@ inline std::string grouped(std::int64_t v) {
 inline std::string describe_op(const node& n) {
   std::ostringstream s;
   s << name_of(n.kind);
-  const layer_params& p = n.layer;
-  switch (n.kind) {
-    case op::conv:
-      s << ' ' << p.kernel << 'x' << p.kernel << '/' << p.stride;
-      if (p.groups > 1) s << " g" << p.groups;
-      break;
-    case op::max_pool:
-    case op::avg_pool: s << ' ' << p.kernel << 'x' << p.kernel << '/' << p.stride; break;
-    case op::dense: s << ' ' << p.filters; break;
-    default: break;
-  }
+  ops::visit(n.kind, [&]<class Op>(Op) { Op::describe(s, n.layer); });
   return s.str();
 }
 

@@ -204,34 +204,28 @@ class engine {
     profile_.record_batch(seconds_);
   }
 
-  /// The tensors as the device holds them: batch norm folded; every value finite in `T`.
+  /// How errors name device tensor `k` of `Op`: `"kernel"`, `"folded scale"`.
+  template <class Op>
+  static std::string device_name(std::size_t k) {
+    return std::string(Op::device_prefix) + std::string(Op::device_tensors[k]);
+  }
+
+  /// The tensors as the device holds them (`ops::<op>::to_device`: batch norm folded); every
+  /// value finite in `T`.
   static runtime::parameter_set parameters(const weights<G>& w) {
     w.validate();
     runtime::parameter_set set(node_count_v<G>);
     for (const layer_weights& layer : w) {
       auto& tensors = set[static_cast<std::size_t>(layer.node_index())];
-      if (layer.kind() == op::batch_norm) {
-        const auto scale = layer["scale"], shift = layer["shift"], mean = layer["mean"], variance = layer["variance"];
-        std::vector<float> s(scale.size()), h(scale.size());
-        for (std::size_t c = 0; c < scale.size(); ++c) {
-          const kernels::folded_norm f =
-              kernels::fold_batch_norm(scale[c], shift[c], mean[c], variance[c], batch_norm_epsilon);
-          s[c] = static_cast<float>(f.scale);
-          h[c] = static_cast<float>(f.shift);
-        }
-        tensors = {std::move(s), std::move(h)};
-      } else {
-        for (const weight_tensor& t : layer.tensors()) tensors.push_back(t.values);
-      }
-      const bool folded = layer.kind() == op::batch_norm;
-      for (std::size_t k = 0; k < tensors.size(); ++k) {
-        const std::string name = folded ? (k == 0 ? "folded scale" : "folded shift") : std::string(layer.tensors()[k].name);
-        for (std::size_t i = 0; i < tensors[k].size(); ++i)
-          if (!std::isfinite(kernels::widen(static_cast<element_type>(tensors[k][i]))))
-            throw weight_error("ipu::engine: " + std::string(layer.path()) + " " + name + "[" + std::to_string(i) +
-                               "] = " + std::to_string(tensors[k][i]) + " is not finite in " +
-                               std::string(name_of(dtype_of_v<element_type>)));
-      }
+      ops::visit(layer.kind(), [&]<class Op>(Op) {
+        tensors = Op::template to_device<Op>([&](std::string_view name) { return layer[name]; });
+        for (std::size_t k = 0; k < tensors.size(); ++k)
+          for (std::size_t i = 0; i < tensors[k].size(); ++i)
+            if (!std::isfinite(kernels::widen(static_cast<element_type>(tensors[k][i]))))
+              throw weight_error("ipu::engine: " + std::string(layer.path()) + " " + device_name<Op>(k) + "[" +
+                                 std::to_string(i) + "] = " + std::to_string(tensors[k][i]) + " is not finite in " +
+                                 std::string(name_of(dtype_of_v<element_type>)));
+      });
     }
     return set;
   }

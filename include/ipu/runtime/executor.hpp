@@ -23,6 +23,7 @@
 /// output gets the same arithmetic in both modes, each fused step rounded as its own step
 /// rounds, so the outputs are bit-identical to each other and independent of the threads.
 
+#include <ipu/core/arith.hpp>
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/kernels/conv.hpp>
@@ -30,6 +31,7 @@
 #include <ipu/kernels/pointwise.hpp>
 #include <ipu/kernels/pool.hpp>
 #include <ipu/kernels/views.hpp>
+#include <ipu/ops/registry.hpp>
 #include <ipu/plan/memory.hpp>
 #include <ipu/plan/model.hpp>
 #include <ipu/runtime/program.hpp>
@@ -200,7 +202,12 @@ class executor {
   /// Fast mode: partials in f32, so convolutions run `packed_conv`.
   static constexpr bool packed = std::same_as<Acc, float>;
 
-  static std::int64_t div_up(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
+  // Device tensors by name (`ops::<op>::device_tensors`); conv and dense share the kernel's.
+  static constexpr std::size_t kernel_tensor = ops::device_index<ops::conv>("kernel");
+  static_assert(kernel_tensor == ops::device_index<ops::dense>("kernel"));
+  static constexpr std::size_t bias_tensor = ops::device_index<ops::dense>("bias");
+  static constexpr std::size_t scale_tensor = ops::device_index<ops::batch_norm>("scale");
+  static constexpr std::size_t shift_tensor = ops::device_index<ops::batch_norm>("shift");
   static float round_to_t(float x) noexcept { return kernels::widen(static_cast<T>(x)); }
 
   kernels::window_geometry geometry(const node& n) const noexcept {
@@ -225,11 +232,11 @@ class executor {
         continue;
       }
       if ((n.kind == op::conv || n.kind == op::dense) && packed) {
-        std::vector<float> kernel(src[0].size());
-        std::transform(src[0].begin(), src[0].end(), kernel.begin(), round_to_t);
+        std::vector<float> kernel(src[kernel_tensor].size());
+        std::transform(src[kernel_tensor].begin(), src[kernel_tensor].end(), kernel.begin(), round_to_t);
         q.conv = kernels::packed_conv<T>(conv_shape_of(n), kernel);
         if (n.kind == op::dense)
-          for (float x : src[1]) q.bias.push_back(round_to_t(x));
+          for (float x : src[bias_tensor]) q.bias.push_back(round_to_t(x));
       } else if (n.kind == op::conv || n.kind == op::dense) {
         const std::int64_t rows = p.step.kernel * p.step.kernel * p.step.in_channels, bc = p.step.block_channels;
         const std::int64_t out = n.out.channels();
@@ -238,12 +245,12 @@ class executor {
           for (std::int64_t r = 0; r < rows; ++r)
             for (std::int64_t c = 0; c < bc; ++c)
               q.kernel[static_cast<std::size_t>((b * rows + r) * bc + c)] =
-                  round_to_t(src[0][static_cast<std::size_t>(r * out + b * bc + c)]);
+                  round_to_t(src[kernel_tensor][static_cast<std::size_t>(r * out + b * bc + c)]);
         if (n.kind == op::dense)
-          for (float x : src[1]) q.bias.push_back(round_to_t(x));
+          for (float x : src[bias_tensor]) q.bias.push_back(round_to_t(x));
       } else if (n.kind == op::batch_norm) {
-        for (float x : src[0]) q.scale.push_back(round_to_t(x));
-        for (float x : src[1]) q.shift.push_back(round_to_t(x));
+        for (float x : src[scale_tensor]) q.scale.push_back(round_to_t(x));
+        for (float x : src[shift_tensor]) q.shift.push_back(round_to_t(x));
       }
     }
   }
@@ -401,7 +408,7 @@ class executor {
         const std::int64_t rows = p.step.kernel * p.step.kernel * cin;
         const bool grouped = n.kind == op::conv && n.layer.groups > 1;
         constexpr std::int64_t chunk = 64;  // positions per kernel call: the partials stay in cache
-        const std::int64_t per_block = div_up(positions, chunk);
+        const std::int64_t per_block = detail::div_up(positions, chunk);
         parallel_items(p.step.blocks * per_block, [&](std::int64_t item) {
           thread_local std::vector<Acc> partials;
           partials.resize(static_cast<std::size_t>(chunk * bc));
@@ -632,7 +639,7 @@ class executor {
   /// The slices of tile `tile`'s units in a conv step: `[begin, end)` of slice `k`.
   static std::pair<std::int64_t, std::int64_t> slice(const node_plan& p, int tile, std::int64_t k) noexcept {
     const std::int64_t begin = p.work.units.begin(tile), end = p.work.units.end(tile);
-    const std::int64_t len = div_up(end - begin, p.step.serial);
+    const std::int64_t len = detail::div_up(end - begin, p.step.serial);
     return {std::min(end, begin + k * len), std::min(end, begin + (k + 1) * len)};
   }
 
@@ -800,8 +807,8 @@ class executor {
         if (s == 0) {  // the weights (and bias) of every block the tile computes
           for (std::int64_t b = b_first; b <= b_last; ++b) {
             T* dst = own_exchange(ipu, tile, (b - b_first) * per_block, per_block);
-            for (std::int64_t r = 0; r < k * k * cin; ++r) read_storage(ipu, w[0], r * n.out.channels() + b * bc, bc, dst + r * bc);
-            if (p.step.bias) read_storage(ipu, w[1], b * bc, bc, dst + k * k * cin * bc);
+            for (std::int64_t r = 0; r < k * k * cin; ++r) read_storage(ipu, w[kernel_tensor], r * n.out.channels() + b * bc, bc, dst + r * bc);
+            if (p.step.bias) read_storage(ipu, w[bias_tensor], b * bc, bc, dst + k * k * cin * bc);
           }
         }
         const auto [a, e] = slice(p, tile, s);
@@ -824,10 +831,11 @@ class executor {
         const auto [first, count] = norm_channels(o, o0, o1);
         const auto& w = devices_[static_cast<std::size_t>(ipu)].weights[static_cast<std::size_t>(j)];
         T* dst = own_exchange(ipu, tile, 0, 2 * count);
-        for (int t = 0; t < 2; ++t) {
+        for (const std::size_t t : {scale_tensor, shift_tensor}) {  // scales first, then shifts
+          T* to = dst + (t == scale_tensor ? 0 : count);
           const std::int64_t head = std::min(count, o.channels - first);
-          read_storage(ipu, w[static_cast<std::size_t>(t)], first, head, dst + t * count);
-          if (head < count) read_storage(ipu, w[static_cast<std::size_t>(t)], 0, count - head, dst + t * count + head);
+          read_storage(ipu, w[t], first, head, to);
+          if (head < count) read_storage(ipu, w[t], 0, count - head, to + head);
         }
         break;
       }

@@ -15,6 +15,7 @@
 
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
+#include <ipu/ops/registry.hpp>
 
 #include <algorithm>
 #include <array>
@@ -30,9 +31,6 @@
 
 namespace ipu {
 
-/// Batch-norm epsilon, as in the seed's `tf.nn.batch_normalization(..., epsilon=1e-5)`.
-inline constexpr double batch_norm_epsilon = 1e-5;
-
 /// A weight set that does not match its graph: a wrong count, a wrong shape, an unknown
 /// layer or tensor name, or a non-finite value.
 struct weight_error : std::invalid_argument {
@@ -44,6 +42,7 @@ struct weight_tensor {
   std::string_view name;             ///< `"kernel"`, `"bias"`, `"scale"`, `"shift"`, `"mean"` or `"variance"`
   std::vector<std::int64_t> shape;   ///< extents, outermost first (HWIO for a conv kernel)
   std::vector<float> values;         ///< the values, row-major in `shape`
+  ops::initializer random{};         ///< how `weights<G>::random` draws the values
 
   /// Number of values the shape holds: the product of its extents.
   std::int64_t elements() const noexcept {
@@ -62,28 +61,15 @@ struct weight_tensor {
 /// The tensors of one parameterised layer.
 class layer_weights {
  public:
-  /// The tensors of node `n` (node `node_index` of its table), in the order of the file
-  /// comment's table: zero, except a batch norm's scale and variance, which are 1. Throws
-  /// `weight_error` if the node is not a conv, batch norm or dense layer.
+  /// The tensors of node `n` (node `node_index` of its table), as its op states them
+  /// (`ops::<op>::tensors`), with their initial values: zero, except a batch norm's scale and
+  /// variance, which are 1. Throws `weight_error` if the op has no weights.
   layer_weights(const node& n, int node_index) : node_(node_index), kind_(n.kind), path_(n.path.view()) {
-    const std::int64_t out = n.out.channels();
-    switch (n.kind) {
-      case op::conv:
-        tensors_.push_back({"kernel", {n.layer.kernel, n.layer.kernel, n.in.channels() / n.layer.groups, out}, {}});
-        break;
-      case op::batch_norm:
-        for (std::string_view name : {"scale", "shift", "mean", "variance"}) tensors_.push_back({name, {out}, {}});
-        break;
-      case op::dense:
-        tensors_.push_back({"kernel", {n.in.channels(), out}, {}});
-        tensors_.push_back({"bias", {out}, {}});
-        break;
-      default: throw weight_error("ipu::weights: " + std::string(path_) + " has no parameters");
-    }
-    for (weight_tensor& t : tensors_) t.values.assign(static_cast<std::size_t>(t.elements()), 0.0f);
-    if (n.kind == op::batch_norm) {  // the identity until set
-      std::fill(tensors_[0].values.begin(), tensors_[0].values.end(), 1.0f);
-      std::fill(tensors_[3].values.begin(), tensors_[3].values.end(), 1.0f);
+    const ops::tensor_specs specs = ops::visit(n.kind, [&]<class Op>(Op) { return Op::tensors(n); });
+    if (specs.count == 0) throw weight_error("ipu::weights: " + std::string(path_) + " has no parameters");
+    for (const ops::tensor_spec& t : specs.view()) {
+      tensors_.push_back({t.name, {t.dim.begin(), t.dim.begin() + t.rank}, {}, t.random});
+      tensors_.back().values.assign(static_cast<std::size_t>(t.elements()), t.initial);
     }
   }
 
@@ -165,6 +151,29 @@ class portable_random {
  private:
   std::mt19937_64 engine_;
 };
+
+/// Draws `t`'s values as its initializer says (`ops::initializer`), in order.
+inline void fill_random(weight_tensor& t, portable_random& rng) {
+  using kind = ops::initializer::kind;
+  const ops::initializer& init = t.random;
+  double sigma = 0, limit = 0;
+  if (init.how == kind::variance_scaling) {
+    double fan_in = 1;
+    for (std::size_t k = 0; k + 1 < t.shape.size(); ++k) fan_in *= static_cast<double>(t.shape[k]);
+    // 0.8796...: the standard deviation of a unit normal truncated to 2 sigma.
+    sigma = std::sqrt(1.0 / fan_in) / 0.87962566103423978;
+  } else if (init.how == kind::glorot_uniform) {
+    limit = std::sqrt(6.0 / static_cast<double>(t.shape[0] + t.shape[1]));
+  }
+  for (float& v : t.values) {
+    switch (init.how) {
+      case kind::constant: v = static_cast<float>(init.a); break;
+      case kind::uniform: v = static_cast<float>(rng.uniform(init.a, init.b)); break;
+      case kind::variance_scaling: v = static_cast<float>(sigma * rng.truncated_normal()); break;
+      case kind::glorot_uniform: v = static_cast<float>(rng.uniform(-limit, limit)); break;
+    }
+  }
+}
 }  // namespace detail
 
 /// The parameters of graph `G`: one `layer_weights` per conv, batch norm and dense layer, in
@@ -180,7 +189,7 @@ class weights {
   static constexpr std::size_t layer_count = [] {
     std::size_t n = 0;
     for (const node& x : node_table_v<graph_type>)
-      n += x.kind == op::conv || x.kind == op::batch_norm || x.kind == op::dense ? 1 : 0;
+      n += ops::has_weights(x.kind) ? 1 : 0;
     return n;
   }();
 
@@ -189,11 +198,12 @@ class weights {
   weights() {
     layers_.reserve(layer_count);
     for (std::size_t j = 0; j < table.size(); ++j)
-      if (const node& n = table[j]; n.kind == op::conv || n.kind == op::batch_norm || n.kind == op::dense)
+      if (const node& n = table[j]; ops::has_weights(n.kind))
         layers_.emplace_back(n, static_cast<int>(j));
   }
 
-  /// Deterministic random weights, the same for a seed on every platform:
+  /// Deterministic random weights, the same for a seed on every platform, drawn as each op's
+  /// tensors state (`ops::<op>::tensors`):
   ///   - conv kernels: TensorFlow's `variance_scaling_initializer()` (the seed's): a normal
   ///     truncated to 2 sigma with variance 1 / fan_in, fan_in = kh * kw * in / groups;
   ///   - dense kernels: Glorot uniform (the seed's `xavier_initializer`);
@@ -204,32 +214,7 @@ class weights {
     weights w;
     for (layer_weights& layer : w.layers_) {
       detail::portable_random rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(layer.node_index()));
-      const auto fill = [&](std::string_view name, auto draw) {
-        for (float& v : layer[name]) v = static_cast<float>(draw());
-      };
-      switch (layer.kind()) {
-        case op::conv: {
-          const auto& shape = layer.tensor("kernel").shape;
-          const double fan_in = static_cast<double>(shape[0] * shape[1] * shape[2]);
-          // 0.8796...: the standard deviation of a unit normal truncated to 2 sigma.
-          const double sigma = std::sqrt(1.0 / fan_in) / 0.87962566103423978;
-          fill("kernel", [&] { return sigma * rng.truncated_normal(); });
-          break;
-        }
-        case op::dense: {
-          const auto& shape = layer.tensor("kernel").shape;
-          const double limit = std::sqrt(6.0 / static_cast<double>(shape[0] + shape[1]));
-          fill("kernel", [&] { return rng.uniform(-limit, limit); });
-          fill("bias", [&] { return rng.uniform(-0.1, 0.1); });
-          break;
-        }
-        default:
-          fill("scale", [&] { return rng.uniform(0.75, 1.25); });
-          fill("shift", [&] { return rng.uniform(-0.1, 0.1); });
-          fill("mean", [&] { return rng.uniform(-0.1, 0.1); });
-          fill("variance", [&] { return rng.uniform(0.75, 1.25); });
-          break;
-      }
+      for (weight_tensor& t : layer.tensors()) fill_random(t, rng);
     }
     return w;
   }

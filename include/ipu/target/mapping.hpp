@@ -10,6 +10,7 @@
 ///
 /// Every query is O(1), so per-tile accounting never materialises the element intervals.
 
+#include <ipu/core/arith.hpp>
 #include <ipu/target/chip.hpp>
 
 #include <algorithm>
@@ -67,17 +68,16 @@ constexpr linear_mapping map_linearly(std::int64_t elements, std::int64_t elemen
   m.first_tile = first_tile;
   m.grain = chip.grain(element_bytes);
   if (elements <= 0) return m;
-  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
-  m.grains = ceil_div(elements, m.grain);
+  m.grains = detail::div_up(elements, m.grain);
   const std::int64_t tiles = std::max(1, chip.tiles - first_tile);
-  std::int64_t max_grains_per_part = ceil_div(m.grains, tiles);
-  const std::int64_t min_elements = ceil_div(min_bytes_per_tile, element_bytes);
+  std::int64_t max_grains_per_part = detail::div_up(m.grains, tiles);
+  const std::int64_t min_elements = detail::div_up(min_bytes_per_tile, element_bytes);
   if (min_elements > 0) {
-    const std::int64_t min_grains = ceil_div(min_elements, m.grain);
+    const std::int64_t min_grains = detail::div_up(min_elements, m.grain);
     const std::int64_t max_parts = std::max<std::int64_t>(1, m.grains / min_grains);
-    max_grains_per_part = std::max(max_grains_per_part, ceil_div(m.grains, max_parts));
+    max_grains_per_part = std::max(max_grains_per_part, detail::div_up(m.grains, max_parts));
   }
-  m.parts = ceil_div(m.grains, max_grains_per_part);
+  m.parts = detail::div_up(m.grains, max_grains_per_part);
   return m;
 }
 

@@ -6,6 +6,7 @@
 
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/node.hpp>
+#include <ipu/ops/registry.hpp>
 
 #include <algorithm>
 #include <array>
@@ -13,25 +14,6 @@
 #include <initializer_list>
 
 namespace ipu::detail {
-
-/// What went wrong first while lowering a graph.
-enum class graph_error_kind : std::uint8_t {
-  none,
-  groups_do_not_divide_channels,  ///< a = input shape, x = filters, y = groups
-  residual_shapes_differ,         ///< a = body output, b = shortcut output
-  dense_on_4d_input,              ///< a = input shape
-  needs_4d_input,                 ///< a = input shape (conv or pooling on an NC tensor)
-  pool_larger_than_input,         ///< a = input shape, x = window size
-  path_too_long,                  ///< path holds the truncated path, x = capacity
-  duplicate_path,                 ///< path is held by two nodes, x and y (their indices)
-};
-
-struct graph_error {
-  graph_error_kind kind = graph_error_kind::none;
-  path_string path{};
-  shape a{}, b{};
-  std::int64_t x = 0, y = 0;
-};
 
 template <std::size_t N>
 struct lowered_graph {
@@ -77,8 +59,6 @@ struct name_scope {
   }
 };
 
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
-
 template <std::size_t N>
 struct builder {
   std::array<node, N> nodes{};
@@ -109,6 +89,19 @@ struct builder {
     push(n);
   }
 
+  /// Appends `n` with the shape rule's result, or records its error at `n`'s path.
+  constexpr void push_inferred(node n, const ops::inferred& r) {
+    if (r.error.kind != graph_error_kind::none) {
+      graph_error e = r.error;
+      e.path = n.path;
+      fail(e);
+    }
+    n.out = r.out;
+    n.params = r.params;
+    n.macs = r.macs;
+    push(n);
+  }
+
   constexpr void push_layer(const layer_params& p, name_scope& scope) {
     const node& src = nodes[static_cast<std::size_t>(current)];
     node n;
@@ -117,57 +110,25 @@ struct builder {
     n.path = scope.prefix;
     n.path.append(name_of(p.kind)).append(++scope.count[static_cast<std::size_t>(p.kind)]);
     n.input = current;
-    n.in = n.out = src.out;
+    n.in = src.out;
     n.type = src.type;
     n.ipu = ipu;
-    const shape& in = n.in;
-    const std::int64_t c = in.channels();
-    const bool spatial = p.kind == op::conv || p.kind == op::max_pool || p.kind == op::avg_pool ||
-                         p.kind == op::global_avg_pool;
-    if (spatial && in.rank != 4) fail({graph_error_kind::needs_4d_input, n.path, in});
-    switch (p.kind) {
-      case op::conv: {
-        if (c % p.groups != 0 || p.filters % p.groups != 0)
-          fail({graph_error_kind::groups_do_not_divide_channels, n.path, in, {}, p.filters, p.groups});
-        n.out = nhwc(in.dim[0], ceil_div(in.dim[1], p.stride), ceil_div(in.dim[2], p.stride), p.filters);
-        n.params = std::int64_t{p.kernel} * p.kernel * (c / p.groups) * p.filters;
-        n.macs = n.out.elements() * p.kernel * p.kernel * (c / p.groups);
-        break;
-      }
-      case op::batch_norm: n.params = 2 * c; break;  // scale and shift; mean and variance are not trained
-      case op::max_pool:
-      case op::avg_pool:
-        if (in.rank == 4 && (p.kernel > in.dim[1] || p.kernel > in.dim[2]))
-          fail({graph_error_kind::pool_larger_than_input, n.path, in, {}, p.kernel});
-        n.out = nhwc(in.dim[0], ceil_div(in.dim[1], p.stride), ceil_div(in.dim[2], p.stride), c);
-        break;
-      case op::global_avg_pool: n.out = nc(in.dim[0], c); break;
-      case op::dense:
-        if (in.rank != 2) fail({graph_error_kind::dense_on_4d_input, n.path, in});
-        n.out = nc(in.dim[0], p.filters);
-        n.params = c * p.filters + p.filters;
-        n.macs = in.dim[0] * c * p.filters;
-        break;
-      default: break;  // relu, softmax: shape-preserving, no parameters
-    }
-    push(n);
+    push_inferred(n, ops::visit(p.kind, [&]<class Op>(Op) { return Op::infer(p, n.in); }));
   }
 
   constexpr void push_add(int main, int shortcut, const name_scope& scope) {
     const node& a = nodes[static_cast<std::size_t>(main)];
-    const node& b = nodes[static_cast<std::size_t>(shortcut)];
     node n;
     n.kind = op::add;
     n.layer.kind = op::add;
     n.path = scope.prefix;
-    n.path.append("add");
+    n.path.append(ops::add::name);
     n.input = main;
     n.shortcut = shortcut;
-    n.in = n.out = a.out;
+    n.in = a.out;
     n.type = a.type;
     n.ipu = ipu;
-    if (!(a.out == b.out)) fail({graph_error_kind::residual_shapes_differ, n.path, a.out, b.out});
-    push(n);
+    push_inferred(n, ops::add::infer(a.out, nodes[static_cast<std::size_t>(shortcut)].out));
   }
 };
 

@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// `ops::batch_norm`: inference batch normalisation over the channel axis. Users set `scale`,
+/// `shift`, `mean` and `variance`; the device holds them folded into a per-channel scale and
+/// shift (`kernels::fold_batch_norm`), applied where the input lives (`kernels::affine`).
+
+#include <ipu/kernels/pointwise.hpp>
+#include <ipu/ops/op.hpp>
+
+#include <string_view>
+#include <vector>
+
+namespace ipu {
+
+/// Batch-norm epsilon, as in the seed's `tf.nn.batch_normalization(..., epsilon=1e-5)`.
+inline constexpr double batch_norm_epsilon = 1e-5;
+
+namespace ops {
+
+/// Inference batch normalisation (`nn::batch_norm`).
+struct batch_norm : op_base {
+  static constexpr op kind = op::batch_norm;              ///< the node tag
+  static constexpr std::string_view name = "batch_norm";  ///< as `nn::batch_norm` names it
+
+  /// Shape-preserving; scale and shift are trained, mean and variance are not (torchvision's count).
+  static constexpr inferred infer(const layer_params&, const shape& in) noexcept {
+    return {in, 2 * in.channels(), 0, {}};
+  }
+
+  /// `scale`, `shift`, `mean`, `variance`, `[channels]` each. A fresh set is the identity
+  /// (scale and variance 1); a random one has the statistics of a trained layer, scale and
+  /// variance uniform in [0.75, 1.25], shift and mean in [-0.1, 0.1], so folding is exercised.
+  static constexpr tensor_specs tensors(const node& n) noexcept {
+    const std::int64_t c = n.out.channels();
+    constexpr initializer near_one{initializer::kind::uniform, 0.75, 1.25};
+    constexpr initializer near_zero{initializer::kind::uniform, -0.1, 0.1};
+    return {{tensor_spec{"scale", 1, {c}, 1, near_one}, tensor_spec{"shift", 1, {c}, 0, near_zero},
+             tensor_spec{"mean", 1, {c}, 0, near_zero}, tensor_spec{"variance", 1, {c}, 1, near_one}},
+            4};
+  }
+  /// The folded per-channel scale and shift.
+  static constexpr std::array<std::string_view, 2> device_tensors{"scale", "shift"};
+  /// Errors name them `folded scale` and `folded shift`.
+  static constexpr std::string_view device_prefix = "folded ";
+  /// Folds `scale`, `shift`, `mean` and `variance` into the device's scale and shift.
+  template <class Op, class Lookup>
+  static std::vector<std::vector<float>> to_device(Lookup&& tensor) {
+    const auto scale = tensor("scale"), shift = tensor("shift"), mean = tensor("mean"), variance = tensor("variance");
+    std::vector<float> s(scale.size()), h(scale.size());
+    for (std::size_t c = 0; c < scale.size(); ++c) {
+      const kernels::folded_norm f = kernels::fold_batch_norm(scale[c], shift[c], mean[c], variance[c], batch_norm_epsilon);
+      s[c] = static_cast<float>(f.scale);
+      h[c] = static_cast<float>(f.shift);
+    }
+    return {std::move(s), std::move(h)};
+  }
+
+  /// On its input's tiles; each tile receives the scale and shift of the channels it holds.
+  static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
+    const std::int64_t c = in.n.out.channels();
+    add_weights(np, c, in.chip);
+    add_weights(np, c, in.chip);
+    np.output = np.work = in.input;
+    step_model& s = np.step;
+    s.kind = step_kind::channels;
+    s.in_channels = c;
+    s.blocks = np.work.blocks;
+    s.block_channels = np.work.unit_elements;
+    s.positions = np.work.units.elements / np.work.blocks;
+  }
+};
+
+}  // namespace ops
+}  // namespace ipu

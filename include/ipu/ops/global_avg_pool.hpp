@@ -1,0 +1,27 @@
+#pragma once
+/// \file
+/// `ops::global_avg_pool`: the mean over height and width, `[N, H, W, C]` to `[N, C]`
+/// (`kernels::mean`, `kernels::mean_pixels`). Each output element receives its H x W inputs.
+
+#include <ipu/ops/op.hpp>
+
+namespace ipu::ops {
+
+/// Global average pooling (`nn::global_avg_pool`).
+struct global_avg_pool : op_base {
+  static constexpr op kind = op::global_avg_pool;              ///< the node tag
+  static constexpr std::string_view name = "global_avg_pool";  ///< as `nn::global_avg_pool` names it
+
+  /// NHWC in, NC out.
+  static constexpr inferred infer(const layer_params&, const shape& in) noexcept {
+    if (in.rank != 4) return failure(detail::graph_error_kind::needs_4d_input, in);
+    return {nc(in.dim[0], in.channels()), 0, 0, {}};
+  }
+  /// Output mapped element by element; each output reads its H x W inputs through the exchange.
+  static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
+    np.step.kind = step_kind::reduce;
+    np.step.reduce = in.n.in.dim[1] * in.n.in.dim[2];
+  }
+};
+
+}  // namespace ipu::ops

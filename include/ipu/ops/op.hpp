@@ -1,0 +1,188 @@
+#pragma once
+/// \file
+/// The vocabulary every op header speaks, and the defaults an op inherits from `ops::op_base`.
+///
+/// An op is an empty struct in `ipu::ops` (`ops::conv`, `ops::relu`, ...) whose static members
+/// are every compile-time fact about it, in one header `ipu/ops/<op>.hpp`:
+///
+/// | member | what it states | who reads it |
+/// |---|---|---|
+/// | `kind`, `name` | the `ipu::op` tag and the name `nn::` writes | everything |
+/// | `infer(params, in)` | the shape rule: output shape, parameters, MACs, or the first error | lowering (`graph/detail/lower.hpp`) |
+/// | `tensors(n)` | the named weight tensors users set: shapes, initial values, random initialisers | `ipu::weights` |
+/// | `device_tensors`, `to_device<Op>(tensor)` | the named tensors the device holds, made from the users' | plan, engine, executors |
+/// | `plan(in, np)` | the step's work: mappings, step model (temporaries, exchange), weights' mapping | the plan (`plan/plan.hpp`) |
+/// | `describe(os, params)` | the summary's column, after the name (`3x3/2 g32`) | `ipu::summary` |
+/// | `backward` | reserved: the gradient step, with training | |
+///
+/// `ops::visit(kind, f)` (`ops/registry.hpp`) calls `f(Op{})` for the op of a node: the one
+/// dispatch over op kinds in the library's compile-time code.
+
+#include <ipu/core/fixed_string.hpp>
+#include <ipu/core/shape.hpp>
+#include <ipu/graph/node.hpp>
+#include <ipu/plan/model.hpp>
+#include <ipu/plan/node_plan.hpp>
+#include <ipu/target/chip.hpp>
+#include <ipu/target/options.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace ipu {
+
+namespace detail {
+/// What went wrong first while lowering a graph.
+enum class graph_error_kind : std::uint8_t {
+  none,
+  groups_do_not_divide_channels,  ///< a = input shape, x = filters, y = groups
+  residual_shapes_differ,         ///< a = body output, b = shortcut output
+  dense_on_4d_input,              ///< a = input shape
+  needs_4d_input,                 ///< a = input shape (conv or pooling on an NC tensor)
+  pool_larger_than_input,         ///< a = input shape, x = window size
+  path_too_long,                  ///< path holds the truncated path, x = capacity
+  duplicate_path,                 ///< path is held by two nodes, x and y (their indices)
+};
+
+/// The first error of a graph, with the numbers its diagnostic prints.
+struct graph_error {
+  graph_error_kind kind = graph_error_kind::none;
+  path_string path{};
+  shape a{}, b{};
+  std::int64_t x = 0, y = 0;
+};
+}  // namespace detail
+
+namespace ops {
+
+/// What an op's shape rule gives for one node: its output shape, trainable parameters and
+/// multiply-accumulates, or the error it found (`error.kind != none`; the path is filled in by
+/// the lowering, which knows it).
+struct inferred {
+  shape out{};                ///< the output shape
+  std::int64_t params = 0;    ///< trainable parameters (torchvision's count)
+  std::int64_t macs = 0;      ///< multiply-accumulates for one pass of the whole batch
+  detail::graph_error error{};  ///< the first error, if any
+};
+
+/// How `ipu::weights<G>::random` draws a tensor's values.
+struct initializer {
+  /// The distribution.
+  enum class kind : std::uint8_t {
+    constant,          ///< every value `a`
+    uniform,           ///< uniform in `[a, b)`
+    variance_scaling,  ///< TensorFlow's `variance_scaling_initializer()`: a normal truncated to 2
+                       ///< sigma with variance 1 / fan_in, fan_in the product of all extents but the last
+    glorot_uniform,    ///< Glorot (Xavier) uniform: limit sqrt(6 / (fan_in + fan_out)) of a 2-D tensor
+  };
+  kind how = kind::constant;  ///< the distribution
+  double a = 0;               ///< the constant, or the lower bound
+  double b = 0;               ///< the upper bound of `uniform`
+};
+
+/// One named weight tensor of a layer as users see and set it (`ipu::weights`).
+struct tensor_spec {
+  std::string_view name{};              ///< e.g. `"kernel"`, `"bias"`, `"variance"`
+  int rank = 1;                         ///< extents used in `dim`
+  std::array<std::int64_t, 4> dim{};    ///< extents, outermost first
+  float initial = 0;                    ///< every value of a fresh `ipu::weights<G>`
+  initializer random{};                 ///< how `ipu::weights<G>::random` draws the values
+
+  /// Number of values: the product of the extents.
+  constexpr std::int64_t elements() const noexcept {
+    std::int64_t e = 1;
+    for (int k = 0; k < rank; ++k) e *= dim[static_cast<std::size_t>(k)];
+    return e;
+  }
+};
+
+/// The tensors of an op, at most four.
+struct tensor_specs {
+  std::array<tensor_spec, 4> items{};  ///< the tensors, in the order `ipu::weights` lists them
+  int count = 0;                       ///< entries of `items` in use
+  /// The tensors in use.
+  constexpr std::span<const tensor_spec> view() const noexcept {
+    return {items.data(), static_cast<std::size_t>(count)};
+  }
+};
+
+/// What an op's `plan` reads besides its node: the target, the options and where the node's
+/// inputs live on its IPU.
+struct plan_inputs {
+  const node& n;                 ///< the node planned
+  const chip_spec& chip;         ///< the chip of its IPU
+  const options& opts;           ///< the plan's options
+  const tensor_mapping& input;   ///< the main input's mapping on the node's IPU (the output's, for the input node)
+  const tensor_mapping& shortcut;  ///< `op::add`: the shortcut's mapping on the node's IPU
+};
+
+/// Appends a device weight tensor of `elements` values, mapped with the linear rule from tile 0.
+constexpr void add_weights(node_plan& np, std::int64_t elements, const chip_spec& chip) noexcept {
+  const std::int64_t bytes = np.step.element_bytes;
+  np.weights[static_cast<std::size_t>(np.weight_tensors)] = map_elements(elements, bytes, chip);
+  np.weight_bytes[static_cast<std::size_t>(np.weight_tensors++)] = bytes;
+}
+
+/// Fills the spatial extents of a step from an input and an output shape (rank 4 or 2).
+constexpr void spatial_extents(step_model& s, const shape& in, const shape& out) noexcept {
+  s.images = in.dim[0];
+  s.in_height = in.rank == 4 ? in.dim[1] : 1;
+  s.in_width = in.rank == 4 ? in.dim[2] : 1;
+  s.out_height = out.rank == 4 ? out.dim[1] : 1;
+  s.out_width = out.rank == 4 ? out.dim[2] : 1;
+  s.positions = s.images * s.out_height * s.out_width;
+}
+
+/// The error `kind` with input shape `in` and numbers `x`, `y`.
+constexpr inferred failure(detail::graph_error_kind kind, const shape& in, std::int64_t x = 0,
+                           std::int64_t y = 0) noexcept {
+  inferred r;
+  r.out = in;
+  r.error = {kind, {}, in, {}, x, y};
+  return r;
+}
+
+/// Defaults of an op: no weights, no transients, shape-preserving, nothing after its name in
+/// the summary. An op derives from it and states what differs.
+struct op_base {
+  /// Shape-preserving, no parameters, no MACs.
+  static constexpr inferred infer(const layer_params&, const shape& in) noexcept { return {in, 0, 0, {}}; }
+  /// No weight tensors.
+  static constexpr tensor_specs tensors(const node&) noexcept { return {}; }
+  /// No device tensors.
+  static constexpr std::array<std::string_view, 0> device_tensors{};
+  /// What errors put before a device tensor's name: empty where the device holds the users'
+  /// tensor as given, `"folded "` where `to_device` computes it.
+  static constexpr std::string_view device_prefix = "";
+  /// The device tensors of `Op` from the users' tensors: each device tensor is the user tensor
+  /// of its name. `tensor(name)` gives a user tensor's values.
+  template <class Op, class Lookup>
+  static std::vector<std::vector<float>> to_device(Lookup&& tensor) {
+    std::vector<std::vector<float>> out;
+    for (std::string_view name : Op::device_tensors) {
+      const auto values = tensor(name);
+      out.emplace_back(values.begin(), values.end());
+    }
+    return out;
+  }
+  /// The output mapped like its input, no transients (an element-wise op on its input's tiles).
+  static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept { np.output = np.work = in.input; }
+  /// Nothing after the op's name.
+  static void describe(std::ostream&, const layer_params&) {}
+};
+
+/// Index of device tensor `name` of `Op`; a name the op does not have is a compile error.
+template <class Op>
+consteval std::size_t device_index(std::string_view name) {
+  for (std::size_t k = 0; k < Op::device_tensors.size(); ++k)
+    if (Op::device_tensors[k] == name) return k;
+  throw "ipu: the op has no device tensor of this name";
+}
+
+}  // namespace ops
+}  // namespace ipu

@@ -1,0 +1,50 @@
+#pragma once
+/// \file
+/// `ops::max_pool` and `ops::avg_pool`: pooling over `k x k` windows at a stride with SAME
+/// padding (average pooling excludes the padding from the count, as TensorFlow's). Kernels:
+/// `kernels::pool` and `kernels::pool_positions`. Each tile receives the input rows its
+/// outputs' windows read.
+
+#include <ipu/core/arith.hpp>
+#include <ipu/ops/op.hpp>
+
+namespace ipu::ops {
+
+/// What the two pooling ops share.
+struct pool_base : op_base {
+  /// NHWC in, `[N, ceil(H / stride), ceil(W / stride), C]` out; the window fits the input.
+  static constexpr inferred infer(const layer_params& p, const shape& in) noexcept {
+    using enum detail::graph_error_kind;
+    if (in.rank != 4) return failure(needs_4d_input, in);
+    if (p.kernel > in.dim[1] || p.kernel > in.dim[2]) return failure(pool_larger_than_input, in, p.kernel);
+    return {nhwc(in.dim[0], detail::div_up(in.dim[1], p.stride), detail::div_up(in.dim[2], p.stride), in.channels()), 0, 0,
+            {}};
+  }
+  /// Output mapped element by element; each tile's exchange holds its windows' input rows.
+  static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
+    step_model& s = np.step;
+    spatial_extents(s, in.n.in, in.n.out);
+    s.kind = step_kind::window;
+    s.block_channels = s.in_channels = in.n.out.channels();
+    s.kernel = in.n.layer.kernel;
+    s.stride = in.n.layer.stride;
+  }
+  /// `3x3/2`.
+  static void describe(std::ostream& os, const layer_params& p) {
+    os << ' ' << p.kernel << 'x' << p.kernel << '/' << p.stride;
+  }
+};
+
+/// Max pooling (`nn::max_pool<Size, Stride>`).
+struct max_pool : pool_base {
+  static constexpr op kind = op::max_pool;              ///< the node tag
+  static constexpr std::string_view name = "max_pool";  ///< as `nn::max_pool` names it
+};
+
+/// Average pooling (`nn::avg_pool<Size, Stride>`).
+struct avg_pool : pool_base {
+  static constexpr op kind = op::avg_pool;              ///< the node tag
+  static constexpr std::string_view name = "avg_pool";  ///< as `nn::avg_pool` names it
+};
+
+}  // namespace ipu::ops

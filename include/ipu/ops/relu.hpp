@@ -1,0 +1,15 @@
+#pragma once
+/// \file
+/// `ops::relu`: `max(x, 0)`, element-wise on its input's tiles (`kernels::relu`).
+
+#include <ipu/ops/op.hpp>
+
+namespace ipu::ops {
+
+/// Rectified linear unit: shape-preserving, no weights, computed where its input lives.
+struct relu : op_base {
+  static constexpr op kind = op::relu;              ///< the node tag
+  static constexpr std::string_view name = "relu";  ///< as `nn::relu` names it
+};
+
+}  // namespace ipu::ops

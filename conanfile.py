@@ -31,13 +31,6 @@ class IpuConan(ConanFile):
     def layout(self):
         cmake_layout(self)
 
-    def requirements(self):
-        # ipu's public headers include these, so their headers must reach ipu's users.
-        # Boost: only the header-only part is used (Hana); `boost/*:header_only=True` is enough.
-        self.requires("boost/[>=1.74]", transitive_headers=True)
-        self.requires("eigen/[>=3.4 <6]", transitive_headers=True)
-        self.requires("range-v3/[>=0.12]", transitive_headers=True)
-
     def package_id(self):
         self.info.clear()
 
@@ -72,4 +65,3 @@ class IpuConan(ConanFile):
         self.cpp_info.set_property("pkg_config_name", "ipu")
         self.cpp_info.bindirs = []
         self.cpp_info.libdirs = []
-        self.cpp_info.requires = ["boost::headers", "eigen::eigen3", "range-v3::range-v3"]

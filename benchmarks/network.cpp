@@ -283,7 +283,7 @@ class onednn_network {
         if (op.norm >= 0) {
           const ipu::layer_weights& bn = w.of_node(op.norm);
           for (std::size_t c = 0; c < bias.size(); ++c) {
-            const auto f = ipu::kernels::fold_batch_norm(bn["scale"][c], bn["shift"][c], bn["mean"][c], bn["variance"][c],
+            const auto f = ipu::ops::batch_norm::fold(bn["scale"][c], bn["shift"][c], bn["mean"][c], bn["variance"][c],
                                                          ipu::batch_norm_epsilon);
             const float scale = static_cast<float>(f.scale), shift = static_cast<float>(f.shift);
             for (std::size_t i = c; i < kernel.size(); i += bias.size()) kernel[i] *= scale;

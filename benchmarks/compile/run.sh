@@ -7,7 +7,7 @@ root=$(cd "$here/../.." && pwd)
 repeats=${1:-3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-flags=(-std=c++20 -O0 -c -I"$root/include" -isystem /usr/include/eigen3 -Wall -Wextra -Wpedantic -Werror)
+flags=(-std=c++20 -O0 -c -I"$root/include" -Wall -Wextra -Wpedantic -Werror)
 
 printf '%-28s %-12s %10s %12s\n' "translation unit" compiler "wall s" "peak MiB"
 for tu in "$here"/*.cpp; do

@@ -269,7 +269,7 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
 /// `floor` keeps near-zero expected values from dominating: by default (a negative value)
 /// it is 1e-3 * max_i |expected[i]|, or 1 if every expected value is 0 (then the result is
 /// the largest absolute error). A NaN in `actual` makes the result NaN. `T` is anything
-/// explicitly convertible to double (float, double, Eigen::half).
+/// explicitly convertible to double (float, double, ipu::half).
 template <class T>
 double max_relative_error(const std::vector<double>& expected, const T* actual, std::size_t n,
                           double floor = -1) {

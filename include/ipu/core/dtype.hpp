@@ -3,13 +3,9 @@
 /// Element types: `ipu::f32` and `ipu::f16`, and their run-time tag `ipu::dtype`.
 ///
 /// `f16` is a storage type, as on the IPU: values are kept in half precision and converted to
-/// f32 for arithmetic (partials are f32 by default). It is `Eigen::half` rather than the
-/// compiler's `_Float16` because Eigen::half is available on every compiler and target the
-/// library supports (`_Float16` needs g++ >= 12 or clang on x86-64 with SSE2, and is not ISO C++),
-/// it rounds to nearest-even in software or with F16C instructions when the target has them,
-/// and Eigen's GEMM and `Eigen::Map` accept it directly in the kernels.
+/// f32 for arithmetic (partials are f32 by default). It is `ipu::half` (`core/half.hpp`).
 
-#include <Eigen/Core>
+#include <ipu/core/half.hpp>
 
 #include <concepts>
 #include <cstdint>
@@ -20,7 +16,7 @@ namespace ipu {
 /// IEEE-754 binary32 storage and arithmetic.
 using f32 = float;
 /// IEEE-754 binary16 storage; arithmetic happens in f32.
-using f16 = Eigen::half;
+using f16 = half;
 
 /// Run-time tag of an element type, as held in node tables and plans.
 enum class dtype : std::uint8_t { f32, f16 };

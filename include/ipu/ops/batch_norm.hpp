@@ -2,11 +2,11 @@
 /// \file
 /// `ops::batch_norm`: inference batch normalisation over the channel axis. Users set `scale`,
 /// `shift`, `mean` and `variance`; the device holds them folded into a per-channel scale and
-/// shift (`kernels::fold_batch_norm`), applied where the input lives (`kernels::affine`).
+/// shift (`ops::batch_norm::fold`), applied where the input lives (`kernels::affine`).
 
-#include <ipu/kernels/pointwise.hpp>
 #include <ipu/ops/op.hpp>
 
+#include <cmath>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +19,23 @@ namespace ops {
 
 /// Inference batch normalisation (`nn::batch_norm`).
 struct batch_norm : op_base {
+  /// One channel folded for inference: the scale and shift `kernels::affine` applies, as
+  /// `fold` computes them. The defaults are the identity.
+  struct folded {
+    /// \var scale
+    /// The factor: `scale / sqrt(variance + epsilon)` of the batch norm's parameters.
+    /// \var shift
+    /// The term added after scaling: `shift - mean * scale'`, with `scale'` the factor above.
+    double scale = 1, shift = 0;
+  };
+  /// Folds one channel's statistics: `scale' = scale / sqrt(variance + epsilon)`,
+  /// `shift' = shift - mean * scale'`, in double precision. `scale` and `shift` are the learned
+  /// gamma and beta, `mean` and `variance` the statistics the batch norm normalises with.
+  static folded fold(double scale, double shift, double mean, double variance, double epsilon = batch_norm_epsilon) {
+    const double s = scale / std::sqrt(variance + epsilon);
+    return {s, shift - mean * s};
+  }
+
   static constexpr op kind = op::batch_norm;              ///< the node tag
   static constexpr std::string_view name = "batch_norm";  ///< as `nn::batch_norm` names it
 
@@ -48,7 +65,7 @@ struct batch_norm : op_base {
     const auto scale = tensor("scale"), shift = tensor("shift"), mean = tensor("mean"), variance = tensor("variance");
     std::vector<float> s(scale.size()), h(scale.size());
     for (std::size_t c = 0; c < scale.size(); ++c) {
-      const kernels::folded_norm f = kernels::fold_batch_norm(scale[c], shift[c], mean[c], variance[c], batch_norm_epsilon);
+      const folded f = fold(scale[c], shift[c], mean[c], variance[c]);
       s[c] = static_cast<float>(f.scale);
       h[c] = static_cast<float>(f.shift);
     }

@@ -17,21 +17,20 @@
 ///   and `Depth` x the element's bytes within the 128 MB host-device stream buffer.
 /// - `outfeed<G, outfeed_mode::all>` keeps every result, in order; `outfeed_mode::last` keeps
 ///   only the latest. Neither ever makes the engine wait.
-/// - `ipu::feed(in, range)` pushes an input range (range-v3 or standard) into an infeed and
-///   closes it, forwarding an exception thrown by the range to the infeed's consumer.
+/// - `ipu::feed(in, range)` pushes an input range (any `std::ranges::input_range`: a standard
+///   container or view, or a range-v3 pipeline) into an infeed and closes it, forwarding an
+///   exception thrown by the range to the infeed's consumer.
 
 #include <ipu/core/tensor.hpp>
 #include <ipu/graph/compose.hpp>
 #include <ipu/runtime/channel.hpp>
 #include <ipu/runtime/io.hpp>
 
-#include <range/v3/range/concepts.hpp>
-#include <range/v3/range/traits.hpp>
-
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <concepts>
+#include <ranges>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -407,8 +406,8 @@ concept Feedable = std::assignable_from<T&, Ref> || requires(T& slot, Ref&& valu
 ///   aborting the infeed with a `channel_error` saying so, since the stream is incomplete.
 /// - Misuse of the channel (it was already closed, or destroyed meanwhile) throws
 ///   `channel_error`.
-template <class T, std::size_t Capacity, ranges::input_range R>
-  requires Feedable<ranges::range_reference_t<R>, T>
+template <class T, std::size_t Capacity, std::ranges::input_range R>
+  requires Feedable<std::ranges::range_reference_t<R>, T>
 feed_result feed(channel<T, Capacity>& in, R&& range, const std::stop_token& stop = {}) {
   feed_result result;
   const channel_use use = in.attach();

@@ -4,12 +4,6 @@
 // requirements of ipu::ipu.
 #include <ipu/ipu.hpp>
 
-#include <boost/hana/fold_left.hpp>
-#include <boost/hana/tuple.hpp>
-#include <Eigen/Core>
-#include <range/v3/numeric/accumulate.hpp>
-#include <range/v3/view/iota.hpp>
-#include <range/v3/view/transform.hpp>
 
 #include <array>
 #include <cstdint>
@@ -30,18 +24,6 @@ int main() {
 
   std::printf("ipu %s\n", ipu::version);
   check(std::strlen(ipu::version) > 0, "ipu::version is not empty");
-
-  // The dependencies come with ipu::ipu.
-  constexpr auto sum = boost::hana::fold_left(boost::hana::make_tuple(1, 2, 3), 0,
-                                              [](int a, int b) { return a + b; });
-  static_assert(sum == 6);
-
-  Eigen::Matrix2f m;
-  m << 1.0f, 2.0f, 3.0f, 4.0f;
-  check((m * Eigen::Vector2f{1.0f, 1.0f}).isApprox(Eigen::Vector2f{3.0f, 7.0f}), "Eigen");
-
-  auto squares = ranges::views::iota(1, 4) | ranges::views::transform([](int i) { return i * i; });
-  check(ranges::accumulate(squares, 0) == 14, "range-v3");
 
   // ---- Graph query -------------------------------------------------------------------------
   // A graph built and checked by the compiler through the installed headers.

@@ -11,6 +11,7 @@ namespace ipu::ops {
 struct add : op_base {
   static constexpr op kind = op::add;              ///< the node tag
   static constexpr std::string_view name = "add";  ///< as node paths name it
+  static constexpr int epilogue_order = 2;  ///< after a batch norm in a convolution's epilogue
 
   using op_base::infer;
   /// Both operands must have the same shape.

@@ -47,6 +47,7 @@ constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t gr
 struct conv : op_base {
   static constexpr op kind = op::conv;              ///< the node tag
   static constexpr std::string_view name = "conv";  ///< as `nn::conv` names it
+  static constexpr bool epilogue_head = true;  ///< its epilogue absorbs a batch norm, an add and a ReLU
 
   /// NHWC in, `[N, ceil(H / stride), ceil(W / stride), filters]` out; groups divide both the
   /// input channels and the filters.

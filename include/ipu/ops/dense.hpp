@@ -11,6 +11,7 @@ namespace ipu::ops {
 struct dense : op_base {
   static constexpr op kind = op::dense;              ///< the node tag
   static constexpr std::string_view name = "dense";  ///< as `nn::dense` names it
+  static constexpr bool epilogue_head = true;  ///< its epilogue absorbs a batch norm, an add and a ReLU
 
   /// `[N, C]` in, `[N, units]` out; a 4-D input is an error, never a silent flatten.
   static constexpr inferred infer(const layer_params& p, const shape& in) noexcept {

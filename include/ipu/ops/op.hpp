@@ -13,6 +13,7 @@
 /// | `device_tensors`, `to_device<Op>(tensor)` | the named tensors the device holds, made from the users' | plan, engine, executors |
 /// | `plan(in, np)` | the step's work: mappings, step model (temporaries, exchange), weights' mapping | the plan (`plan/plan.hpp`) |
 /// | `describe(os, params)` | the summary's column, after the name (`3x3/2 g32`) | `ipu::summary` |
+/// | `epilogue_head`, `epilogue_order` | fast mode's fusion: a conv-like step, and the steps its epilogue absorbs | the plan (`node_plan::fused_into`) |
 /// | `backward` | reserved: the gradient step, with training | |
 ///
 /// `ops::visit(kind, f)` (`ops/registry.hpp`) calls `f(Op{})` for the op of a node: the one
@@ -174,14 +175,25 @@ struct op_base {
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept { np.output = np.work = in.input; }
   /// Nothing after the op's name.
   static void describe(std::ostream&, const layer_params&) {}
+  /// Fast mode with f32 partials: whether a convolution-like step whose epilogue can absorb
+  /// the steps after it (`kernels::epilogue`).
+  static constexpr bool epilogue_head = false;
+  /// Fast mode with f32 partials: this op's place in such an epilogue (1 batch norm, 2 add,
+  /// 3 ReLU: the order the epilogue applies them), or 0 if it cannot be absorbed.
+  static constexpr int epilogue_order = 0;
 };
 
-/// Index of device tensor `name` of `Op`; a name the op does not have is a compile error.
+/// Called only when a name is not found: the compile error names it.
+inline void the_op_has_no_device_tensor_of_this_name() {}
+
+/// Index of device tensor `name` of `Op`; a name the op does not have is a compile error
+/// ("call to non-constexpr function ... the_op_has_no_device_tensor_of_this_name").
 template <class Op>
 consteval std::size_t device_index(std::string_view name) {
   for (std::size_t k = 0; k < Op::device_tensors.size(); ++k)
     if (Op::device_tensors[k] == name) return k;
-  throw "ipu: the op has no device tensor of this name";
+  the_op_has_no_device_tensor_of_this_name();
+  return Op::device_tensors.size();
 }
 
 }  // namespace ops

@@ -10,6 +10,7 @@ namespace ipu::ops {
 struct relu : op_base {
   static constexpr op kind = op::relu;              ///< the node tag
   static constexpr std::string_view name = "relu";  ///< as `nn::relu` names it
+  static constexpr int epilogue_order = 3;  ///< last in a convolution's epilogue
 };
 
 }  // namespace ipu::ops

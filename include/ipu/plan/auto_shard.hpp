@@ -114,7 +114,7 @@ consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N
     const std::int64_t act = std::max(np.output.max_elements_per_tile(), np.copy.max_elements_per_tile()) * bytes;
     live += act;
     dies[static_cast<std::size_t>(last[static_cast<std::size_t>(j)])] += act;
-    cycles[static_cast<std::size_t>(j)] = np.cycles;
+    cycles[static_cast<std::size_t>(j)] = np.cycles.total();
     always[static_cast<std::size_t>(j)] = fixed.control_bytes + p.step_code_on(j, 0);
     for (int w = 0; w < np.weight_tensors; ++w)
       always[static_cast<std::size_t>(j)] +=

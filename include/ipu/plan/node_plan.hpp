@@ -10,6 +10,18 @@
 
 namespace ipu {
 
+/// The estimated cycles of one step (`plan/cycles.hpp`), on its IPU.
+struct step_cycles {
+  std::int64_t compute = 0;   ///< arithmetic of the fullest tile, over all serial slices
+  std::int64_t exchange = 0;  ///< receiving the fullest tile's exchange buffers
+  std::int64_t sync = 0;      ///< the IPU-wide syncs ending each compute and exchange phase
+  std::int64_t link = 0;      ///< sending the output over the IPU-Link to the IPUs that read it
+  /// All four.
+  constexpr std::int64_t total() const noexcept { return compute + exchange + sync + link; }
+  /// Equal terms.
+  constexpr bool operator==(const step_cycles&) const = default;
+};
+
 /// The plan of one node: where its tensors live and what its step needs.
 struct node_plan {
   tensor_mapping output{};  ///< the output on the node's IPU
@@ -23,7 +35,22 @@ struct node_plan {
   std::int64_t transient_bound = 0;   ///< available_memory_proportion x bytes per tile (conv, dense)
   transient_bytes transient_max{};    ///< transients of the fullest tile
   bool over_bound = false;            ///< no split met the bound: the memory-minimising one is used
-  std::int64_t cycles = 0;            ///< estimated tile cycles of the step (compute and exchange)
+  step_cycles cycles{};               ///< the step's estimated cycles
+  int fused_into = -1;  ///< fast mode: the convolution whose epilogue computes this node, or -1
+  int fused_end = -1;   ///< fast mode, for a node computing its own step: the last node its epilogue computes
+};
+
+/// What a step does to its node. Inference has forward steps only.
+enum class step_phase : std::uint8_t {
+  forward,  ///< computes the node's output from its inputs
+};
+
+/// One step of a plan: a phase of a node, on the node's IPU. Executors run a plan's steps in
+/// order.
+struct plan_step {
+  int node = 0;                            ///< the node, an index of the node table
+  step_phase phase = step_phase::forward;  ///< what the step does
+  int ipu = 0;                             ///< the IPU it runs on
 };
 
 }  // namespace ipu

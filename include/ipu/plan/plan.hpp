@@ -24,6 +24,7 @@
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/ops/registry.hpp>
+#include <ipu/plan/cycles.hpp>
 #include <ipu/plan/liveness.hpp>
 #include <ipu/plan/diagnostics.hpp>
 #include <ipu/plan/memory.hpp>
@@ -53,6 +54,7 @@ struct plan {
   chip_spec chip{};                  ///< the chip of each of the target's IPUs
   options opts{};                    ///< the options the plan was made with
   std::array<node_plan, N> nodes{};  ///< the plan of each node, indexed as the node table
+  std::array<plan_step, N> steps{};  ///< the steps, in the order they run: one forward step per node
   /// `held[i][j]`: the last step node `j`'s output (on its own IPU) or a copy of it (on another)
   /// is held on IPU `i`; -1 if never.
   std::array<std::array<int, N>, static_cast<std::size_t>(Ipus)> held{};
@@ -140,39 +142,6 @@ struct plan {
 
 namespace detail {
 
-constexpr std::int64_t macs_per_cycle(const chip_spec& chip, dtype t) noexcept {
-  return t == dtype::f16 ? chip.f16_macs_per_cycle : chip.f32_macs_per_cycle;
-}
-
-/// Estimated cycles of the fullest tile's arithmetic in a step: conv and dense at the chip's
-/// MACs per cycle per tile; other ops one vector per cycle per input value they read (the six
-/// workers share the tile's issue slots round-robin, so a tile retires one worker instruction
-/// per cycle).
-constexpr std::int64_t compute_cycles(const node& n, const node_plan& p, const chip_spec& chip) noexcept {
-  const std::int64_t units = p.work.units.max_elements_per_tile();
-  const std::int64_t vector = chip.grain(size_of(n.type));
-  switch (p.step.kind) {
-    case step_kind::conv:
-      return div_up(units * p.step.block_channels * p.step.kernel * p.step.kernel * p.step.in_channels,
-                    std::max<std::int64_t>(1, macs_per_cycle(chip, n.type)));
-    case step_kind::window: return div_up(units * p.step.kernel * p.step.kernel, vector);
-    case step_kind::reduce: return div_up(units * p.step.reduce, vector);
-    case step_kind::rows: return div_up(3 * units, vector);
-    default: return n.kind == op::input ? 0 : div_up(p.output.max_elements_per_tile(), vector);
-  }
-}
-
-/// Estimated cycles of the fullest tile's exchange in a step: the bytes it receives at its
-/// share of the chip's exchange bandwidth.
-constexpr std::int64_t exchange_cycles(std::int64_t bytes, const chip_spec& chip) noexcept {
-  return chip.exchange_bytes_per_s > 0 ? mul_div_up(bytes, chip.clock_hz * chip.tiles, chip.exchange_bytes_per_s) : 0;
-}
-
-/// Estimated tile cycles of a step: compute and exchange.
-constexpr std::int64_t estimate_cycles(const node& n, const node_plan& p, const chip_spec& chip) noexcept {
-  return compute_cycles(n, p, chip) + exchange_cycles(p.transient_max.exchange, chip);
-}
-
 /// One term of a step's memory on a tile: `bytes` times the elements `mapping` puts there.
 struct live_term {
   tensor_mapping mapping{};
@@ -204,7 +173,7 @@ struct step_signature {
 };
 
 /// Plans node `j`: every output starts mapped element by element, then its op plans its step
-/// (`ops::<op>::plan`); the fullest tile's transients and the cycles follow from the step.
+/// (`ops::<op>::plan`); the fullest tile's transients follow from the step.
 template <std::size_t N, int Ipus>
 consteval void place_node(plan<N, Ipus>& p, int j) {
   const chip_spec& chip = p.chip;
@@ -223,7 +192,6 @@ consteval void place_node(plan<N, Ipus>& p, int j) {
   const ops::plan_inputs in{n, chip, p.opts, local(n.input), local(n.shortcut)};
   ops::visit(n.kind, [&]<class Op>(Op) { Op::plan(in, np); });
   np.transient_max = transient_on(np.step, np.work.units.max_elements_per_tile());
-  np.cycles = estimate_cycles(n, np, chip);
 }
 
 /// Adds `bytes` per element of `m` to `acc`, tile by tile (one pass over its parts).
@@ -276,7 +244,7 @@ consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
     if (p.at(j).ipu != ipu) continue;
     const node_plan& np = p.plan_of(j);
     ++im.nodes;
-    im.cycles += np.cycles;
+    im.cycles += np.cycles.total();
     for (int w = 0; w < np.weight_tensors; ++w) {
       const tensor_mapping& m = np.weights[static_cast<std::size_t>(w)];
       const std::int64_t bytes = np.weight_bytes[static_cast<std::size_t>(w)];
@@ -414,6 +382,44 @@ consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
   return im;
 }
 
+/// Fast mode's fusion, with f32 partials (the packed kernels' epilogue): each convolution or
+/// dense layer absorbs the batch norm, residual add and ReLU that follow it, in that order and
+/// each at most once (`ops::<op>::epilogue_order`), as long as each absorbed step reads the
+/// previous one's output, nothing else reads that output, and an add's other operand exists
+/// before the convolution runs.
+template <std::size_t N, int Ipus>
+constexpr void plan_fusion(plan<N, Ipus>& p) {
+  constexpr int count = static_cast<int>(N);
+  std::array<int, N> readers{};
+  for (int j = 0; j < count; ++j) {
+    node_plan& np = p.nodes[static_cast<std::size_t>(j)];
+    np.fused_into = -1;
+    np.fused_end = j;
+    for (int src : {p.at(j).input, p.at(j).shortcut})
+      if (src >= 0) ++readers[static_cast<std::size_t>(src)];
+  }
+  if (p.opts.partials != dtype::f32) return;
+  const auto head = [](op kind) { return ops::visit(kind, []<class Op>(Op) { return Op::epilogue_head; }); };
+  const auto order = [](op kind) { return ops::visit(kind, []<class Op>(Op) { return Op::epilogue_order; }); };
+  for (int j = 0; j < count; ++j) {
+    if (!head(p.at(j).kind)) continue;
+    int end = j, last = 0;
+    for (int k = j + 1; k < count; ++k) {
+      const node& n = p.at(k);
+      const bool reads_end = n.input == end || n.shortcut == end;
+      const int other = n.kind == op::add ? (n.input == end ? n.shortcut : n.input) : -1;
+      if (!reads_end || order(n.kind) <= last || readers[static_cast<std::size_t>(end)] != 1 || n.ipu != p.at(j).ipu ||
+          (n.kind == op::add && (other >= j || other == end)) || (n.kind != op::add && n.input != end))
+        break;
+      p.nodes[static_cast<std::size_t>(k)].fused_into = j;
+      end = k;
+      last = order(n.kind);
+    }
+    p.nodes[static_cast<std::size_t>(j)].fused_end = end;
+    j = end;
+  }
+}
+
 /// Everything but the IPUs' memory, which `plan_ipu` adds, one IPU per constant evaluation.
 template <std::size_t N, int Ipus>
 consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_spec& chip, const options& opts) {
@@ -447,7 +453,14 @@ consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_s
       if (table[static_cast<std::size_t>(src)].ipu != n.ipu) p.nodes[static_cast<std::size_t>(src)].sends = true;
     }
   }
-  for (const node_plan& np : p.nodes) p.warnings += np.over_bound ? 1 : 0;
+  for (int j = 0; j < static_cast<int>(N); ++j) {  // once whether each step sends is known
+    node_plan& np = p.nodes[static_cast<std::size_t>(j)];
+    np.cycles = cycles_of(table[static_cast<std::size_t>(j)], np, chip, opts);
+    p.warnings += np.over_bound ? 1 : 0;
+  }
+  for (int j = 0; j < static_cast<int>(N); ++j)
+    p.steps[static_cast<std::size_t>(j)] = {j, step_phase::forward, table[static_cast<std::size_t>(j)].ipu};
+  plan_fusion(p);
   return p;
 }
 

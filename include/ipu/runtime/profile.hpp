@@ -87,12 +87,10 @@ class profile {
       s.path = n.path;
       s.kind = n.kind;
       s.ipu = n.ipu;
-      s.compute_cycles = detail::compute_cycles(n, p, prog.chip);
-      s.exchange_cycles = detail::exchange_cycles(p.transient_max.exchange, prog.chip);
-      const std::int64_t phases = n.kind == op::input ? 0 : (p.step.kind == step_kind::conv ? p.step.serial : 1);
-      s.sync_cycles = 2 * phases * prog.opts.cycles.sync_cycles;
-      if (p.sends && prog.chip.link_bytes_per_s > 0)
-        s.link_cycles = detail::mul_div_up(n.out.elements() * size_of(n.type), prog.chip.clock_hz, prog.chip.link_bytes_per_s);
+      s.compute_cycles = p.cycles.compute;  // the plan's figures (plan/cycles.hpp)
+      s.exchange_cycles = p.cycles.exchange;
+      s.sync_cycles = p.cycles.sync;
+      s.link_cycles = p.cycles.link;
       steps_.push_back(s);
       ipu_profile& i = ipus_[static_cast<std::size_t>(n.ipu)];
       i.compute_cycles += s.compute_cycles;

@@ -61,6 +61,7 @@ struct storage_order {
 struct program {
   std::vector<node> nodes;             ///< the graph's node table, in step order
   std::vector<node_plan> plans;        ///< `plans[j]`: the plan of node `j`
+  std::vector<plan_step> steps;        ///< the steps, in the order they run
   std::vector<std::vector<int>> held;  ///< `held[ipu][j]`, as `plan::held`
   chip_spec chip{};                    ///< the chip of each IPU of the target
   options opts{};                      ///< the options the plan was made with
@@ -75,6 +76,7 @@ struct program {
     program r;
     r.nodes.assign(p.table->begin(), p.table->end());
     r.plans.assign(p.nodes.begin(), p.nodes.end());
+    r.steps.assign(p.steps.begin(), p.steps.end());
     for (const auto& h : p.held) r.held.emplace_back(h.begin(), h.end());
     r.chip = p.chip;
     r.opts = p.opts;

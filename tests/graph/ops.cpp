@@ -1,0 +1,73 @@
+// The op table: every op tag reaches its op through ops::visit, and the facts users see
+// (names, weight tensors, counts, the summary's text) come from the op headers.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nn = ipu::nn;
+
+namespace {
+constexpr auto net = ipu::input<ipu::f32, 2, 8, 8, 4> | nn::conv<8, 3, 2, 2> | nn::batch_norm | nn::relu
+    | nn::residual(nn::conv<8, 1> | nn::batch_norm) | nn::max_pool<2, 2> | nn::avg_pool<2, 1>
+    | nn::global_avg_pool | nn::dense<5> | nn::softmax;
+using net_t = decltype(net);
+}  // namespace
+
+TEST_CASE("ops::visit reaches the op of every tag, and each op states its tag and name") {
+  const std::string_view names[] = {"input", "conv", "batch_norm", "relu", "max_pool", "avg_pool", "global_avg_pool",
+                                    "dense", "softmax", "add"};
+  for (int k = 0; k < ipu::op_count; ++k) {
+    const auto tag = static_cast<ipu::op>(k);
+    INFO("op " << k);
+    CHECK(ipu::ops::visit(tag, []<class Op>(Op) { return Op::kind; }) == tag);
+    CHECK(ipu::name_of(tag) == names[k]);
+  }
+  static_assert(ipu::ops::has_weights(ipu::op::conv) && ipu::ops::has_weights(ipu::op::batch_norm) &&
+                ipu::ops::has_weights(ipu::op::dense) && !ipu::ops::has_weights(ipu::op::relu) &&
+                !ipu::ops::has_weights(ipu::op::add));
+}
+
+TEST_CASE("device tensors are found by name") {
+  static_assert(ipu::ops::device_index<ipu::ops::dense>("kernel") == 0);
+  static_assert(ipu::ops::device_index<ipu::ops::dense>("bias") == 1);
+  static_assert(ipu::ops::device_index<ipu::ops::batch_norm>("shift") == 1);
+  // A batch norm's four user tensors fold into the device's two.
+  const auto folded = ipu::ops::batch_norm::to_device<ipu::ops::batch_norm>([](std::string_view name) {
+    static const std::vector<float> scale{2.0f}, shift{1.0f}, mean{0.5f}, variance{3.0f};
+    return std::span<const float>(name == "scale" ? scale : name == "shift" ? shift : name == "mean" ? mean : variance);
+  });
+  REQUIRE(folded.size() == 2);
+  const double s = 2.0 / std::sqrt(3.0 + ipu::batch_norm_epsilon);  // scale / sqrt(variance + epsilon)
+  CHECK(folded[0][0] == static_cast<float>(s));
+  CHECK(folded[1][0] == static_cast<float>(1.0 - 0.5 * s));  // shift - mean * scale'
+}
+
+TEST_CASE("ipu::weights lists each layer's tensors as its op states them") {
+  const ipu::weights<net_t> w;
+  REQUIRE(w.size() == 5);  // two convs, two batch norms, a dense layer
+  std::int64_t values = 0;
+  for (const ipu::layer_weights& layer : w)
+    for (const ipu::weight_tensor& t : layer.tensors()) values += t.elements();
+  // conv 3x3 g2: 3*3*2*8; batch norm 4x8; block conv 1x1: 8*8; its batch norm 4x8; dense 8*5 + 5.
+  CHECK(values == 144 + 32 + 64 + 32 + 45);
+  CHECK(w["conv1"].tensor("kernel").shape == std::vector<std::int64_t>{3, 3, 2, 8});
+  CHECK(w["batch_norm1"]["scale"][0] == 1.0f);     // a fresh batch norm is the identity
+  CHECK(w["batch_norm1"]["variance"][0] == 1.0f);
+  CHECK(w["batch_norm1"]["mean"][0] == 0.0f);
+  CHECK(w["dense1"].tensor("bias").shape == std::vector<std::int64_t>{5});
+  CHECK_THROWS_WITH(w["dense1"].tensor("scale"), Catch::Contains("its tensors are kernel, bias"));
+}
+
+TEST_CASE("the summary describes each layer from its op") {
+  const std::string s = ipu::summary<net_t>().str();
+  CHECK(s.find("conv 3x3/2 g2") != std::string::npos);
+  CHECK(s.find("max_pool 2x2/2") != std::string::npos);
+  CHECK(s.find("dense 5") != std::string::npos);
+}

@@ -9,6 +9,7 @@
 /// allocate; the partials buffer is the caller's.
 
 #include <ipu/core/dtype.hpp>
+#include <ipu/target/layout.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -37,70 +38,6 @@ struct image_view {
   /// `row` must be at least `first_row`.
   constexpr const T* pixel(std::int64_t row, std::int64_t x) const noexcept {
     return data + (row - first_row) * row_stride + x * pixel_stride;
-  }
-};
-
-/// TensorFlow's SAME padding along one axis: the padding before and after, together.
-constexpr std::int64_t same_padding_total(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                          std::int64_t stride) noexcept {
-  return std::max<std::int64_t>(0, (out - 1) * stride + kernel - in);
-}
-
-/// TensorFlow's SAME padding along one axis: the padding before the first element, the
-/// smaller half of `same_padding_total`.
-constexpr std::int64_t same_padding_before(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                           std::int64_t stride) noexcept {
-  return same_padding_total(in, out, kernel, stride) / 2;
-}
-
-/// The geometry of a sliding-window op over NHWC images (a dense layer is a 1x1 conv on 1x1
-/// images).
-struct window_geometry {
-  /// \var in_height
-  /// Rows of each input image.
-  /// \var in_width
-  /// Columns of each input image.
-  /// \var out_height
-  /// Rows of each output image.
-  /// \var out_width
-  /// Columns of each output image.
-  /// \var kernel
-  /// Side of the square window, in pixels.
-  /// \var stride
-  /// Pixels from one window to the next, along rows and columns.
-  /// \var pad_top
-  /// Padding rows above the image: output row `oh` reads from input row
-  /// `oh * stride - pad_top`; taps outside the image are skipped, not read as zeros.
-  /// \var pad_left
-  /// Padding columns left of the image: output column `ow` reads from input column
-  /// `ow * stride - pad_left`.
-  std::int64_t in_height = 1, in_width = 1;
-  std::int64_t out_height = 1, out_width = 1;
-  std::int64_t kernel = 1, stride = 1;
-  std::int64_t pad_top = 0, pad_left = 0;
-
-  /// SAME padding for the given sizes: `pad_top` and `pad_left` from `same_padding_before`.
-  static constexpr window_geometry same(std::int64_t in_h, std::int64_t in_w, std::int64_t out_h,
-                                        std::int64_t out_w, std::int64_t kernel, std::int64_t stride) noexcept {
-    return {in_h,   in_w,   out_h, out_w, kernel, stride, same_padding_before(in_h, out_h, kernel, stride),
-            same_padding_before(in_w, out_w, kernel, stride)};
-  }
-  /// Output positions of one image, `out_height * out_width`.
-  constexpr std::int64_t positions_per_image() const noexcept { return out_height * out_width; }
-
-  /// The input rows (`image * in_height + h`) that output positions `[begin, end)` read:
-  /// `[first, last)`. Positions count over all images, row-major.
-  constexpr std::pair<std::int64_t, std::int64_t> input_rows(std::int64_t begin, std::int64_t end) const noexcept {
-    const std::int64_t first_out = begin / out_width, last_out = (end - 1) / out_width;
-    const auto first_in = [&](std::int64_t out_row) {
-      const std::int64_t image = out_row / out_height, oh = out_row % out_height;
-      return image * in_height + std::max<std::int64_t>(0, oh * stride - pad_top);
-    };
-    const auto end_in = [&](std::int64_t out_row) {
-      const std::int64_t image = out_row / out_height, oh = out_row % out_height;
-      return image * in_height + std::min(in_height, oh * stride - pad_top + kernel);
-    };
-    return {first_in(first_out), end_in(last_out)};
   }
 };
 

@@ -31,6 +31,7 @@
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/memory.hpp>
 #include <ipu/target/chip.hpp>
+#include <ipu/target/layout.hpp>
 #include <ipu/target/mapping.hpp>
 
 #include <algorithm>
@@ -38,39 +39,6 @@
 #include <string_view>
 
 namespace ipu {
-
-/// Where a tensor lives: a linear mapping of units of `unit_elements` elements each, over the
-/// tensor's *storage order*. With `blocks == 1` the storage order is the logical one (NHWC or
-/// NC, channels innermost). With `blocks > 1` the channels are cut into `blocks` blocks of
-/// `unit_elements` channels and stored block-major: all positions of block 0, then block 1, ...
-/// (a conv's output, each unit one position of one block).
-struct tensor_mapping {
-  linear_mapping units{};          ///< the linear mapping of the units over the tiles
-  /// Elements per unit: the channels of one block at one position for a conv or dense output,
-  /// 1 for a tensor mapped element by element.
-  std::int64_t unit_elements = 1;
-  std::int64_t blocks = 1;         ///< channel blocks of the storage order (1: the logical order)
-
-  /// Elements of the whole tensor.
-  constexpr std::int64_t elements() const noexcept { return units.elements * unit_elements; }
-  /// Elements held by \p tile (zero for a tile outside the mapping).
-  constexpr std::int64_t elements_on(int tile) const noexcept { return units.elements_on(tile) * unit_elements; }
-  /// Most elements held by any one tile.
-  constexpr std::int64_t max_elements_per_tile() const noexcept {
-    return units.max_elements_per_tile() * unit_elements;
-  }
-  /// Tiles holding part of the tensor: `[0, tiles())`.
-  constexpr int tiles() const noexcept { return static_cast<int>(units.parts); }
-  /// Equal when the units, their size and the blocks are equal (then the same elements live
-  /// on the same tiles in the same storage order).
-  constexpr bool operator==(const tensor_mapping&) const = default;
-};
-
-/// A tensor of `elements` elements of `element_bytes` bytes, mapped element by element.
-constexpr tensor_mapping map_elements(std::int64_t elements, std::int64_t element_bytes,
-                                      const chip_spec& chip) noexcept {
-  return {map_linearly(elements, element_bytes, chip), 1};
-}
 
 /// What a step needs besides the tensors it reads and writes.
 enum class step_kind : std::uint8_t {

@@ -2,13 +2,14 @@
 /// \file
 /// `ipu::runtime::program`: what an engine executes, copied out of a compile-time plan into
 /// run-time containers, so that the executor is compiled once per element type rather than
-/// once per graph. Also the storage order of a tensor (how a mapping lays out its elements).
+/// once per graph.
 
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/memory.hpp>
 #include <ipu/plan/model.hpp>
 #include <ipu/plan/plan.hpp>
 #include <ipu/target/chip.hpp>
+#include <ipu/target/layout.hpp>
 #include <ipu/target/options.hpp>
 
 #include <algorithm>
@@ -18,43 +19,6 @@
 #include <vector>
 
 namespace ipu::runtime {
-
-/// The storage order of a tensor of `positions x channels` elements under a mapping (see
-/// `tensor_mapping`): NHWC when `blocks == 1`, otherwise block-major.
-/// In block-major order, block `b` holds channels `[b * block_channels, (b + 1) * block_channels)`
-/// of every position, positions outer and channels inner.
-struct storage_order {
-  /// Elements per channel: N·H·W, or N for an NC tensor.
-  std::int64_t positions = 1, channels = 1, blocks = 1, block_channels = 1;
-  /// \var channels
-  /// \brief The last extent of the shape.
-  /// \var blocks
-  /// \brief Channel blocks; 1 for NHWC.
-  /// \var block_channels
-  /// \brief Channels per block; `channels` when `blocks == 1`.
-
-  /// The storage order of a tensor of shape `s` under mapping `m`: block-major with
-  /// `m.unit_elements` channels per block when `m.blocks > 1`, else NHWC.
-  static storage_order of(const tensor_mapping& m, const shape& s) noexcept {
-    const std::int64_t c = s.channels();
-    return {s.elements() / c, c, m.blocks, m.blocks > 1 ? m.unit_elements : c};
-  }
-  /// Storage index of channel `c` of position `p`.
-  constexpr std::int64_t index(std::int64_t p, std::int64_t c) const noexcept {
-    if (blocks == 1) return p * channels + c;
-    return (c / block_channels) * positions * block_channels + p * block_channels + c % block_channels;
-  }
-  /// How many of the `n` channels from `c` of one position are contiguous in storage.
-  constexpr std::int64_t run(std::int64_t c, std::int64_t n) const noexcept {
-    return blocks == 1 ? n : std::min(n, block_channels - c % block_channels);
-  }
-  /// Position and channel of storage index `s`.
-  constexpr std::pair<std::int64_t, std::int64_t> locate(std::int64_t s) const noexcept {
-    if (blocks == 1) return {s / channels, s % channels};
-    const std::int64_t per_block = positions * block_channels, r = s % per_block;
-    return {r / block_channels, s / per_block * block_channels + r % block_channels};
-  }
-};
 
 /// The plan, as run-time data. Node `j` is step `j` on its IPU; the accessors take node
 /// indices and IPU indices without checking them.

@@ -1,0 +1,162 @@
+#pragma once
+/// \file
+/// Layout: how a tensor's elements are laid out over the tiles and in each tile's memory, and
+/// the geometry of a sliding window over NHWC images. The plan decides mappings with these,
+/// the executors and kernels read data through them, and nothing else defines them.
+///
+/// - `tensor_mapping`: which elements each tile holds (units of elements over PopLibs' linear
+///   tile mapping, `target/mapping.hpp`);
+/// - `storage_order`: the order a mapping stores a tensor's elements in (NHWC or block-major);
+/// - `window_geometry`: which input pixels an output of a conv or pooling reads, with
+///   TensorFlow's SAME padding.
+
+#include <ipu/core/shape.hpp>
+#include <ipu/target/chip.hpp>
+#include <ipu/target/mapping.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+namespace ipu {
+
+/// Where a tensor lives: a linear mapping of units of `unit_elements` elements each, over the
+/// tensor's *storage order*. With `blocks == 1` the storage order is the logical one (NHWC or
+/// NC, channels innermost). With `blocks > 1` the channels are cut into `blocks` blocks of
+/// `unit_elements` channels and stored block-major: all positions of block 0, then block 1, ...
+/// (a conv's output, each unit one position of one block).
+struct tensor_mapping {
+  linear_mapping units{};          ///< the linear mapping of the units over the tiles
+  /// Elements per unit: the channels of one block at one position for a conv or dense output,
+  /// 1 for a tensor mapped element by element.
+  std::int64_t unit_elements = 1;
+  std::int64_t blocks = 1;         ///< channel blocks of the storage order (1: the logical order)
+
+  /// Elements of the whole tensor.
+  constexpr std::int64_t elements() const noexcept { return units.elements * unit_elements; }
+  /// Elements held by \p tile (zero for a tile outside the mapping).
+  constexpr std::int64_t elements_on(int tile) const noexcept { return units.elements_on(tile) * unit_elements; }
+  /// Most elements held by any one tile.
+  constexpr std::int64_t max_elements_per_tile() const noexcept {
+    return units.max_elements_per_tile() * unit_elements;
+  }
+  /// Tiles holding part of the tensor: `[0, tiles())`.
+  constexpr int tiles() const noexcept { return static_cast<int>(units.parts); }
+  /// Equal when the units, their size and the blocks are equal (then the same elements live
+  /// on the same tiles in the same storage order).
+  constexpr bool operator==(const tensor_mapping&) const = default;
+};
+
+/// A tensor of `elements` elements of `element_bytes` bytes, mapped element by element.
+constexpr tensor_mapping map_elements(std::int64_t elements, std::int64_t element_bytes,
+                                      const chip_spec& chip) noexcept {
+  return {map_linearly(elements, element_bytes, chip), 1};
+}
+
+/// The storage order of a tensor of `positions x channels` elements under a mapping (see
+/// `tensor_mapping`): NHWC when `blocks == 1`, otherwise block-major.
+/// In block-major order, block `b` holds channels `[b * block_channels, (b + 1) * block_channels)`
+/// of every position, positions outer and channels inner.
+struct storage_order {
+  /// Elements per channel: N·H·W, or N for an NC tensor.
+  std::int64_t positions = 1, channels = 1, blocks = 1, block_channels = 1;
+  /// \var channels
+  /// \brief The last extent of the shape.
+  /// \var blocks
+  /// \brief Channel blocks; 1 for NHWC.
+  /// \var block_channels
+  /// \brief Channels per block; `channels` when `blocks == 1`.
+
+  /// The storage order of a tensor of shape `s` under mapping `m`: block-major with
+  /// `m.unit_elements` channels per block when `m.blocks > 1`, else NHWC.
+  static storage_order of(const tensor_mapping& m, const shape& s) noexcept {
+    const std::int64_t c = s.channels();
+    return {s.elements() / c, c, m.blocks, m.blocks > 1 ? m.unit_elements : c};
+  }
+  /// Storage index of channel `c` of position `p`.
+  constexpr std::int64_t index(std::int64_t p, std::int64_t c) const noexcept {
+    if (blocks == 1) return p * channels + c;
+    return (c / block_channels) * positions * block_channels + p * block_channels + c % block_channels;
+  }
+  /// How many of the `n` channels from `c` of one position are contiguous in storage.
+  constexpr std::int64_t run(std::int64_t c, std::int64_t n) const noexcept {
+    return blocks == 1 ? n : std::min(n, block_channels - c % block_channels);
+  }
+  /// Position and channel of storage index `s`.
+  constexpr std::pair<std::int64_t, std::int64_t> locate(std::int64_t s) const noexcept {
+    if (blocks == 1) return {s / channels, s % channels};
+    const std::int64_t per_block = positions * block_channels, r = s % per_block;
+    return {r / block_channels, s / per_block * block_channels + r % block_channels};
+  }
+};
+
+/// TensorFlow's SAME padding and the sliding-window geometry, in the namespace of the kernels
+/// that read through it.
+namespace kernels {
+
+/// TensorFlow's SAME padding along one axis: the padding before and after, together.
+constexpr std::int64_t same_padding_total(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                                          std::int64_t stride) noexcept {
+  return std::max<std::int64_t>(0, (out - 1) * stride + kernel - in);
+}
+
+/// TensorFlow's SAME padding along one axis: the padding before the first element, the
+/// smaller half of `same_padding_total`.
+constexpr std::int64_t same_padding_before(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                                           std::int64_t stride) noexcept {
+  return same_padding_total(in, out, kernel, stride) / 2;
+}
+
+/// The geometry of a sliding-window op over NHWC images (a dense layer is a 1x1 conv on 1x1
+/// images).
+struct window_geometry {
+  /// \var in_height
+  /// Rows of each input image.
+  /// \var in_width
+  /// Columns of each input image.
+  /// \var out_height
+  /// Rows of each output image.
+  /// \var out_width
+  /// Columns of each output image.
+  /// \var kernel
+  /// Side of the square window, in pixels.
+  /// \var stride
+  /// Pixels from one window to the next, along rows and columns.
+  /// \var pad_top
+  /// Padding rows above the image: output row `oh` reads from input row
+  /// `oh * stride - pad_top`; taps outside the image are skipped, not read as zeros.
+  /// \var pad_left
+  /// Padding columns left of the image: output column `ow` reads from input column
+  /// `ow * stride - pad_left`.
+  std::int64_t in_height = 1, in_width = 1;
+  std::int64_t out_height = 1, out_width = 1;
+  std::int64_t kernel = 1, stride = 1;
+  std::int64_t pad_top = 0, pad_left = 0;
+
+  /// SAME padding for the given sizes: `pad_top` and `pad_left` from `same_padding_before`.
+  static constexpr window_geometry same(std::int64_t in_h, std::int64_t in_w, std::int64_t out_h,
+                                        std::int64_t out_w, std::int64_t kernel, std::int64_t stride) noexcept {
+    return {in_h,   in_w,   out_h, out_w, kernel, stride, same_padding_before(in_h, out_h, kernel, stride),
+            same_padding_before(in_w, out_w, kernel, stride)};
+  }
+  /// Output positions of one image, `out_height * out_width`.
+  constexpr std::int64_t positions_per_image() const noexcept { return out_height * out_width; }
+
+  /// The input rows (`image * in_height + h`) that output positions `[begin, end)` read:
+  /// `[first, last)`. Positions count over all images, row-major.
+  constexpr std::pair<std::int64_t, std::int64_t> input_rows(std::int64_t begin, std::int64_t end) const noexcept {
+    const std::int64_t first_out = begin / out_width, last_out = (end - 1) / out_width;
+    const auto first_in = [&](std::int64_t out_row) {
+      const std::int64_t image = out_row / out_height, oh = out_row % out_height;
+      return image * in_height + std::max<std::int64_t>(0, oh * stride - pad_top);
+    };
+    const auto end_in = [&](std::int64_t out_row) {
+      const std::int64_t image = out_row / out_height, oh = out_row % out_height;
+      return image * in_height + std::min(in_height, oh * stride - pad_top + kernel);
+    };
+    return {first_in(first_out), end_in(last_out)};
+  }
+};
+
+}  // namespace kernels
+}  // namespace ipu

@@ -124,9 +124,10 @@ class half {
 
 }  // namespace ipu
 
+namespace std {
 /// The limits of binary16.
 template <>
-struct std::numeric_limits<ipu::half> {
+struct numeric_limits<ipu::half> {
   static constexpr bool is_specialized = true;  ///< yes
   static constexpr bool is_signed = true;       ///< yes
   static constexpr bool is_integer = false;     ///< no
@@ -165,3 +166,4 @@ struct std::numeric_limits<ipu::half> {
   /// 2^-24, the smallest subnormal.
   static constexpr ipu::half denorm_min() noexcept { return ipu::half::from_bits(0x0001); }
 };
+}  // namespace std

@@ -150,8 +150,8 @@ class onednn_network {
 
   /// The nodes whose values `op` reads.
   static std::vector<int> inputs_of(const fused_op& op) {
-    std::vector<int> in{table[static_cast<std::size_t>(op.first)].input};
-    if (table[static_cast<std::size_t>(op.first)].kind == ipu::op::add) in.push_back(table[static_cast<std::size_t>(op.first)].shortcut);
+    std::vector<int> in{table[static_cast<std::size_t>(op.first)].input()};
+    if (table[static_cast<std::size_t>(op.first)].kind == ipu::op::add) in.push_back(table[static_cast<std::size_t>(op.first)].inputs[1]);
     if (op.other >= 0 && op.first != op.add) in.push_back(op.other);
     std::sort(in.begin(), in.end());
     in.erase(std::unique(in.begin(), in.end()), in.end());
@@ -163,7 +163,7 @@ class onednn_network {
     std::vector<int> uses(static_cast<std::size_t>(node_count), 0), user(static_cast<std::size_t>(node_count), -1);
     for (int j = 1; j < node_count; ++j) {
       const ipu::node& n = table[static_cast<std::size_t>(j)];
-      for (int in : {n.input, n.kind == ipu::op::add && n.shortcut != n.input ? n.shortcut : -1})
+      for (int in : {n.input(), n.kind == ipu::op::add && n.inputs[1] != n.input() ? n.inputs[1] : -1})
         if (in >= 0) ++uses[static_cast<std::size_t>(in)], user[static_cast<std::size_t>(in)] = j;
     }
     std::vector<bool> taken(static_cast<std::size_t>(node_count), false);
@@ -174,8 +174,8 @@ class onednn_network {
       if (uses[static_cast<std::size_t>(v)] != 1 || taken[static_cast<std::size_t>(u)]) return -1;
       const ipu::node& n = table[static_cast<std::size_t>(u)];
       if (n.kind != k) return -1;
-      if (k == ipu::op::add) return n.input != n.shortcut ? u : -1;
-      return n.input == v ? u : -1;
+      if (k == ipu::op::add) return n.input() != n.inputs[1] ? u : -1;
+      return n.input() == v ? u : -1;
     };
     for (int j = 1; j < node_count; ++j) {
       if (taken[static_cast<std::size_t>(j)]) continue;
@@ -190,12 +190,12 @@ class onednn_network {
         if (const int k = sole_reader(op.last, ipu::op::add); k >= 0) {
           const ipu::node& a = table[static_cast<std::size_t>(k)];
           op.add = k;
-          op.other = a.input == op.last ? a.shortcut : a.input;
+          op.other = a.input() == op.last ? a.inputs[1] : a.input();
           absorb(k);
         }
       } else if (n.kind == ipu::op::add) {
         op.add = j;
-        op.other = n.shortcut;
+        op.other = n.inputs[1];
       }
       if (n.kind == ipu::op::conv || n.kind == ipu::op::dense || n.kind == ipu::op::add || n.kind == ipu::op::batch_norm)
         if (const int k = sole_reader(op.last, ipu::op::relu); k >= 0) op.relu = true, absorb(k);
@@ -232,7 +232,7 @@ class onednn_network {
       fused_op& op = ops_[static_cast<std::size_t>(i)];
       const std::size_t elements = static_cast<std::size_t>(table[static_cast<std::size_t>(op.last)].out.elements());
       const bool sum = op.add >= 0 && op.first != op.add;
-      const int main_input = table[static_cast<std::size_t>(op.first)].input;
+      const int main_input = table[static_cast<std::size_t>(op.first)].input();
       if (sum && op.other != 0 && op.other != main_input && last_read[static_cast<std::size_t>(op.other)] == i) {
         buffer_of_[static_cast<std::size_t>(op.last)] = buffer_of_[static_cast<std::size_t>(op.other)];  // in place
       } else {
@@ -312,7 +312,7 @@ class onednn_network {
           s.args[DNNL_ARG_WEIGHTS] = to;
         }
         if (has_bias) s.args[DNNL_ARG_BIAS] = owned(memory::desc({out}, dt::f32, tag::a), bias);
-        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input);
+        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input());
         s.args[DNNL_ARG_DST] = user_memory(desc_of(last.out), op.last);
         if (sum && buffer_of_[static_cast<std::size_t>(op.other)] != buffer_of_[static_cast<std::size_t>(op.last)]) {
           s.copy_from = buffer(op.other);
@@ -334,14 +334,14 @@ class onednn_network {
         s.args[DNNL_ARG_SHIFT] = owned(c, bn["shift"]);
         s.args[DNNL_ARG_MEAN] = owned(c, bn["mean"]);
         s.args[DNNL_ARG_VARIANCE] = owned(c, bn["variance"]);
-        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input);
+        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input());
         s.args[DNNL_ARG_DST] = user_memory(desc_of(last.out), op.last);
         break;
       }
       case ipu::op::relu: {
         using elt = dnnl::eltwise_forward;
         s.primitive = elt(elt::primitive_desc(elt::desc(forward, dnnl::algorithm::eltwise_relu, desc_of(n.in), 0.0f, 0.0f), engine_));
-        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input);
+        s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input());
         s.args[DNNL_ARG_DST] = user_memory(desc_of(n.out), op.last);
         break;
       }
@@ -349,8 +349,8 @@ class onednn_network {
         const memory::desc d = desc_of(n.out);
         s.primitive = dnnl::binary(dnnl::binary::primitive_desc(dnnl::binary::desc(dnnl::algorithm::binary_add, d, d, d),
                                                                 post_ops(false, op.relu), engine_));
-        s.args[DNNL_ARG_SRC_0] = user_memory(d, n.input);
-        s.args[DNNL_ARG_SRC_1] = user_memory(d, n.shortcut);
+        s.args[DNNL_ARG_SRC_0] = user_memory(d, n.input());
+        s.args[DNNL_ARG_SRC_1] = user_memory(d, n.inputs[1]);
         s.args[DNNL_ARG_DST] = user_memory(d, op.last);
         break;
       }
@@ -368,7 +368,7 @@ class onednn_network {
         const pool::desc d(forward, algo, src, dst, {st, st}, global ? memory::dims{h, wd} : memory::dims{k, k}, {top, left},
                            {bottom, right});
         s.primitive = pool(pool::primitive_desc(d, engine_));
-        s.args[DNNL_ARG_SRC] = user_memory(src, n.input);
+        s.args[DNNL_ARG_SRC] = user_memory(src, n.input());
         s.args[DNNL_ARG_DST] = user_memory(dst, op.last);
         break;
       }
@@ -376,7 +376,7 @@ class onednn_network {
         using sm = dnnl::softmax_forward;
         const memory::desc d = desc_of(n.in);
         s.primitive = sm(sm::primitive_desc(sm::desc(forward, d, 1), engine_));  // oneDNN's axis 1: channels
-        s.args[DNNL_ARG_SRC] = user_memory(d, n.input);
+        s.args[DNNL_ARG_SRC] = user_memory(d, n.input());
         s.args[DNNL_ARG_DST] = user_memory(d, op.last);
         break;
       }

@@ -22,7 +22,7 @@ std::vector<int64_t> brute_force_live_bytes(const std::array<ipu::node, N>& t, i
       // output from another IPU is held here from its production to its last reader here)
       bool held = t[j].ipu == ipu && (j == i || j + 1 == N);
       for (std::size_t k = i; k < N && !held; ++k)
-        held = t[k].ipu == ipu && (t[k].input == static_cast<int>(j) || t[k].shortcut == static_cast<int>(j));
+        held = t[k].ipu == ipu && t[k].reads(static_cast<int>(j));
       if (held) live[i] += t[j].out.elements() * ipu::size_of(t[j].type);
     }
   }

@@ -199,8 +199,8 @@ TEST_CASE("forward walks a hand-written node table") {
                        int kernel = 0, int shortcut = -1) {
     ipu::node n{};
     n.kind = kind;
-    n.input = input;
-    n.shortcut = shortcut;
+    n.inputs = {input, shortcut, -1, -1};
+    n.input_count = input < 0 ? 0 : shortcut < 0 ? 1 : 2;
     n.layer = {kind, filters, kernel, 1, 1};
     n.in = in;
     n.out = out;

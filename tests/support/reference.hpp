@@ -228,36 +228,36 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
     switch (nd.kind) {
       case ipu::op::input: out[i] = input; break;
       case ipu::op::conv:
-        out[i] = conv2d(src(nd.input), d(0), d(1), d(2), d(3), params_of(self).kernel,
+        out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), params_of(self).kernel,
                         nd.layer.kernel, nd.layer.filters, nd.layer.stride, nd.layer.groups);
         break;
       case ipu::op::batch_norm: {
         const params p = params_of(self);
-        out[i] = batch_norm(src(nd.input), static_cast<int>(nd.in.channels()), p.scale, p.shift,
+        out[i] = batch_norm(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift,
                             p.mean, p.variance);
         break;
       }
-      case ipu::op::relu: out[i] = relu(src(nd.input)); break;
+      case ipu::op::relu: out[i] = relu(src(nd.input())); break;
       case ipu::op::max_pool:
-        out[i] = max_pool(src(nd.input), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
+        out[i] = max_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
         break;
       case ipu::op::avg_pool:
-        out[i] = avg_pool(src(nd.input), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
+        out[i] = avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
         break;
       case ipu::op::global_avg_pool:
-        out[i] = global_avg_pool(src(nd.input), d(0), d(1), d(2), d(3));
+        out[i] = global_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3));
         break;
       case ipu::op::dense: {
         const params p = params_of(self);
-        out[i] = dense(src(nd.input), d(0), d(1), p.kernel, nd.layer.filters, p.bias);
+        out[i] = dense(src(nd.input()), d(0), d(1), p.kernel, nd.layer.filters, p.bias);
         break;
       }
       case ipu::op::softmax: {
         const int c = static_cast<int>(nd.in.channels());
-        out[i] = softmax(src(nd.input), static_cast<int>(nd.in.elements() / c), c);
+        out[i] = softmax(src(nd.input()), static_cast<int>(nd.in.elements() / c), c);
         break;
       }
-      case ipu::op::add: out[i] = add(src(nd.input), src(nd.shortcut)); break;
+      case ipu::op::add: out[i] = add(src(nd.input()), src(nd.inputs[1])); break;
     }
     const std::string what = "node " + std::to_string(i) + " output";
     detail::expect_size(out[i], nd.out.elements(), what.c_str());

@@ -7,7 +7,10 @@
 #include <ipu/core/fixed_string.hpp>
 #include <ipu/core/shape.hpp>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace ipu {
 
@@ -38,14 +41,20 @@ struct layer_params {
   int groups = 1;  ///< conv groups (cardinality)
 };
 
+/// Most inputs one node reads: the branches a join combines.
+inline constexpr int max_inputs = 4;
+
 /// One node of the flattened graph.
 ///
-/// Nodes are in execution order; a node's inputs always precede it. Node 0 is the input.
+/// Nodes are in execution order; a node's inputs always precede it. Node 0 is the input. A node
+/// reads any number of earlier nodes, up to `max_inputs`: one for a layer, two for the add that
+/// closes a residual block.
 struct node {
   op kind{};               ///< the operation the node performs
   path_string path{};      ///< e.g. `stage3.block2.conv2`
-  int input = -1;          ///< node producing the (main) input; -1 for the input node
-  int shortcut = -1;       ///< for `op::add`: node producing the shortcut branch
+  /// The nodes whose outputs it reads, in order (the main input first); -1 past the last.
+  std::array<int, max_inputs> inputs{-1, -1, -1, -1};
+  int input_count = 0;     ///< entries of `inputs` in use: 0 for the graph input, 1 for a layer, 2 or more for a join
   layer_params layer{};    ///< the layer's hyper-parameters
   shape in{};              ///< shape of the (main) input
   shape out{};             ///< shape of the output
@@ -53,6 +62,19 @@ struct node {
   std::int64_t params = 0; ///< trainable parameters (torchvision's count)
   std::int64_t macs = 0;   ///< multiply-accumulates for one pass of the whole batch
   int ipu = 0;             ///< IPU the node is placed on
+
+  /// The node producing the main (first) input; -1 for the graph input.
+  constexpr int input() const noexcept { return inputs[0]; }
+  /// The nodes it reads: `inputs[0, input_count)`.
+  constexpr std::span<const int> sources() const noexcept {
+    return {inputs.data(), static_cast<std::size_t>(input_count)};
+  }
+  /// Whether it reads node `j`.
+  constexpr bool reads(int j) const noexcept {
+    for (int src : sources())
+      if (src == j) return true;
+    return false;
+  }
 };
 
 }  // namespace ipu

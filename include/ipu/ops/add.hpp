@@ -23,8 +23,8 @@ struct add : op_base {
 
   /// On the main input's tiles; a shortcut mapped differently arrives through the exchange.
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
-    np.output = np.work = in.input;
-    if (!(in.shortcut == np.output)) {
+    np.output = np.work = in.input();
+    if (!(in.input(1) == np.output)) {
       np.step.kind = step_kind::remap;
       np.step.block_channels = np.work.unit_elements;
     }

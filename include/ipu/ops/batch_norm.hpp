@@ -78,7 +78,7 @@ struct batch_norm : op_base {
     const std::int64_t c = in.n.out.channels();
     add_weights(np, c, in.chip);
     add_weights(np, c, in.chip);
-    np.output = np.work = in.input;
+    np.output = np.work = in.input();
     step_model& s = np.step;
     s.kind = step_kind::channels;
     s.in_channels = c;

@@ -115,11 +115,15 @@ struct tensor_specs {
 /// What an op's `plan` reads besides its node: the target, the options and where the node's
 /// inputs live on its IPU.
 struct plan_inputs {
-  const node& n;                 ///< the node planned
-  const chip_spec& chip;         ///< the chip of its IPU
-  const options& opts;           ///< the plan's options
-  const tensor_mapping& input;   ///< the main input's mapping on the node's IPU (the output's, for the input node)
-  const tensor_mapping& shortcut;  ///< `op::add`: the shortcut's mapping on the node's IPU
+  const node& n;          ///< the node planned
+  const chip_spec& chip;  ///< the chip of its IPU
+  const options& opts;    ///< the plan's options
+  /// Where each input lives on the node's IPU, in the order of `n.inputs` (for the graph input,
+  /// entry 0 is its own output's mapping).
+  std::array<const tensor_mapping*, max_inputs> mappings{};
+
+  /// The mapping of input `k` (0: the main input) on the node's IPU.
+  constexpr const tensor_mapping& input(int k = 0) const noexcept { return *mappings[static_cast<std::size_t>(k)]; }
 };
 
 /// Appends a device weight tensor of `elements` values, mapped with the linear rule from tile 0.
@@ -172,7 +176,7 @@ struct op_base {
     return out;
   }
   /// The output mapped like its input, no transients (an element-wise op on its input's tiles).
-  static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept { np.output = np.work = in.input; }
+  static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept { np.output = np.work = in.input(); }
   /// Nothing after the op's name.
   static void describe(std::ostream&, const layer_params&) {}
   /// Fast mode with f32 partials: whether a convolution-like step whose epilogue can absorb

@@ -23,8 +23,7 @@ constexpr std::array<int, N> last_use(const std::array<node, N>& table) noexcept
   std::array<int, N> last{};
   for (std::size_t i = 0; i < N; ++i) {
     last[i] = static_cast<int>(i);
-    for (int src : {table[i].input, table[i].shortcut})
-      if (src >= 0) last[static_cast<std::size_t>(src)] = static_cast<int>(i);
+    for (int src : table[i].sources()) last[static_cast<std::size_t>(src)] = static_cast<int>(i);
   }
   if constexpr (N > 0) last[N - 1] = static_cast<int>(N - 1);
   return last;
@@ -51,8 +50,8 @@ constexpr activation_liveness<N> activation_liveness_on(const std::array<node, N
   for (std::size_t j = 0; j < N; ++j) to[j] = table[j].ipu == ipu ? static_cast<int>(j) : -1;
   for (std::size_t i = 0; i < N; ++i)
     if (table[i].ipu == ipu)
-      for (int src : {table[i].input, table[i].shortcut})
-        if (src >= 0) to[static_cast<std::size_t>(src)] = std::max(to[static_cast<std::size_t>(src)], static_cast<int>(i));
+      for (int src : table[i].sources())
+        to[static_cast<std::size_t>(src)] = std::max(to[static_cast<std::size_t>(src)], static_cast<int>(i));
   std::array<std::int64_t, N> born{}, dies{};  // bytes added at a step, removed after it
   for (std::size_t j = 0; j < N; ++j) {
     if (to[j] < 0) continue;

@@ -184,12 +184,13 @@ consteval void place_node(plan<N, Ipus>& p, int j) {
   np.output = np.work = np.copy;
   np.step.element_bytes = size_of(n.type);
   np.step.partial_bytes = size_of(p.opts.partials);
-  const auto local = [&](int src) -> const tensor_mapping& {
-    if (src < 0) return np.copy;
+  ops::plan_inputs in{n, chip, p.opts};
+  in.mappings[0] = &np.copy;  // the graph input's own
+  for (int k = 0; k < n.input_count; ++k) {
+    const int src = n.inputs[static_cast<std::size_t>(k)];
     const node_plan& q = p.nodes[static_cast<std::size_t>(src)];
-    return p.at(src).ipu == n.ipu ? q.output : q.copy;
-  };
-  const ops::plan_inputs in{n, chip, p.opts, local(n.input), local(n.shortcut)};
+    in.mappings[static_cast<std::size_t>(k)] = p.at(src).ipu == n.ipu ? &q.output : &q.copy;
+  }
   ops::visit(n.kind, [&]<class Op>(Op) { Op::plan(in, np); });
   np.transient_max = transient_on(np.step, np.work.units.max_elements_per_tile());
 }
@@ -395,8 +396,7 @@ constexpr void plan_fusion(plan<N, Ipus>& p) {
     node_plan& np = p.nodes[static_cast<std::size_t>(j)];
     np.fused_into = -1;
     np.fused_end = j;
-    for (int src : {p.at(j).input, p.at(j).shortcut})
-      if (src >= 0) ++readers[static_cast<std::size_t>(src)];
+    for (int src : p.at(j).sources()) ++readers[static_cast<std::size_t>(src)];
   }
   if (p.opts.partials != dtype::f32) return;
   const auto head = [](op kind) { return ops::visit(kind, []<class Op>(Op) { return Op::epilogue_head; }); };
@@ -406,10 +406,11 @@ constexpr void plan_fusion(plan<N, Ipus>& p) {
     int end = j, last = 0;
     for (int k = j + 1; k < count; ++k) {
       const node& n = p.at(k);
-      const bool reads_end = n.input == end || n.shortcut == end;
-      const int other = n.kind == op::add ? (n.input == end ? n.shortcut : n.input) : -1;
-      if (!reads_end || order(n.kind) <= last || readers[static_cast<std::size_t>(end)] != 1 || n.ipu != p.at(j).ipu ||
-          (n.kind == op::add && (other >= j || other == end)) || (n.kind != op::add && n.input != end))
+      // A join absorbs as the epilogue's add: its other operands exist before the convolution.
+      bool others_ready = true;
+      for (int src : n.sources()) others_ready = others_ready && (src == end || src < j);
+      if (!n.reads(end) || order(n.kind) <= last || readers[static_cast<std::size_t>(end)] != 1 ||
+          n.ipu != p.at(j).ipu || !others_ready || n.input_count > 2 || (n.input_count == 2 && n.inputs[0] == n.inputs[1]))
         break;
       p.nodes[static_cast<std::size_t>(k)].fused_into = j;
       end = k;
@@ -446,8 +447,7 @@ consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_s
     const node& n = table[static_cast<std::size_t>(j)];
     p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)] = j;
     if (j + 1 == static_cast<int>(N)) p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)] = last[static_cast<std::size_t>(j)];
-    for (int src : {n.input, n.shortcut}) {
-      if (src < 0) continue;
+    for (int src : n.sources()) {
       int& h = p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(src)];
       h = std::max(h, j);
       if (table[static_cast<std::size_t>(src)].ipu != n.ipu) p.nodes[static_cast<std::size_t>(src)].sends = true;

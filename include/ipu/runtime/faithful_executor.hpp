@@ -431,7 +431,7 @@ class faithful_executor {
         }
         const auto [a, e] = slice(p, tile, s);
         const kernels::window_geometry g = geometry_of(n);
-        const placement& in = input_on(ipu, n.input);
+        const placement& in = input_on(ipu, n.input());
         const bool grouped = n.kind == op::conv && n.layer.groups > 1;
         std::int64_t at = (b_last - b_first + 1) * per_block;  // the windows follow the weights
         block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t) {
@@ -460,7 +460,7 @@ class faithful_executor {
       case op::add: {
         if (p.step.kind != step_kind::remap) break;
         const storage_order o = storage_order::of(p.output, n.out);
-        const placement& sc = input_on(ipu, n.shortcut);
+        const placement& sc = input_on(ipu, n.inputs[1]);
         T* dst = own_exchange(ipu, tile, 0, o1 - o0);
         for (std::int64_t q = o0; q < o1;) {
           const auto [pos, c] = o.locate(q);
@@ -475,7 +475,7 @@ class faithful_executor {
         const auto [g, r0, r1] = pooling_window(n, o0, o1);
         const std::int64_t c = n.out.channels();
         T* dst = own_exchange(ipu, tile, 0, (r1 - r0) * g.in_width * c);
-        const placement& in = input_on(ipu, n.input);
+        const placement& in = input_on(ipu, n.input());
         for (std::int64_t r = r0; r < r1; ++r)
           for (std::int64_t x = 0; x < g.in_width; ++x, dst += c) read_channels(ipu, in, r * g.in_width + x, 0, c, dst);
         break;
@@ -483,7 +483,7 @@ class faithful_executor {
       case op::global_avg_pool: {
         const std::int64_t c = n.out.channels(), hw = n.in.dim[1] * n.in.dim[2];
         T* dst = own_exchange(ipu, tile, 0, (o1 - o0) * hw);
-        const placement& in = input_on(ipu, n.input);
+        const placement& in = input_on(ipu, n.input());
         for (std::int64_t e = o0; e < o1; ++e)
           for (std::int64_t q = 0; q < hw; ++q) read_channels(ipu, in, e / c * hw + q, e % c, 1, dst++);
         break;
@@ -492,7 +492,7 @@ class faithful_executor {
         const std::int64_t c = n.out.channels();
         const std::int64_t r0 = o0 / c, r1 = (o1 - 1) / c + 1;
         T* dst = own_exchange(ipu, tile, 0, (r1 - r0) * c);
-        const placement& in = input_on(ipu, n.input);
+        const placement& in = input_on(ipu, n.input());
         for (std::int64_t r = r0; r < r1; ++r) read_channels(ipu, in, r, 0, c, dst + (r - r0) * c);
         break;
       }
@@ -536,7 +536,7 @@ class faithful_executor {
         const storage_order o = storage_order::of(p.output, n.out);
         const auto [first, count] = norm_channels(o, o0, o1);
         const T* params = own_exchange(ipu, tile, 0, 2 * count);
-        const T* x = operand(n.input);
+        const T* x = operand(n.input());
         for (std::int64_t q = o0; q < o1;) {
           const auto [pos, c] = o.locate(q);
           const std::int64_t len = std::min(o1 - q, o.run(c, o.channels - c));
@@ -546,10 +546,10 @@ class faithful_executor {
         }
         break;
       }
-      case op::relu: kernels::relu(operand(n.input), y, o1 - o0); break;
+      case op::relu: kernels::relu(operand(n.input()), y, o1 - o0); break;
       case op::add:
-        kernels::add(operand(n.input),
-                     p.step.kind == step_kind::remap ? own_exchange(ipu, tile, 0, o1 - o0) : operand(n.shortcut), y,
+        kernels::add(operand(n.input()),
+                     p.step.kind == step_kind::remap ? own_exchange(ipu, tile, 0, o1 - o0) : operand(n.inputs[1]), y,
                      o1 - o0);
         break;
       case op::max_pool:

@@ -63,7 +63,7 @@ class fast_executor {
     const auto range = [&](std::int64_t item, std::int64_t count) {
       return std::pair{item * count / items, (item + 1) * count / items};
     };
-    const T* x = n.input >= 0 ? host_of(n.input).data() : nullptr;
+    const T* x = n.input_count > 0 ? host_of(n.input()).data() : nullptr;
     switch (n.kind) {
       case op::input: std::copy_n(input_, elements, y); break;
       case op::conv:
@@ -97,7 +97,7 @@ class fast_executor {
       }
       case op::relu:
       case op::add: {
-        const T* s = n.kind == op::add ? host_of(n.shortcut).data() : nullptr;
+        const T* s = n.kind == op::add ? host_of(n.inputs[1]).data() : nullptr;
         parallel_items(items, [&](std::int64_t item) {
           const auto [e0, e1] = range(item, elements);
           if (s != nullptr) {
@@ -253,12 +253,12 @@ class fast_executor {
         e.scale = params_[static_cast<std::size_t>(k)].scale.data();
         e.shift = params_[static_cast<std::size_t>(k)].shift.data();
       } else if (n.kind == op::add) {
-        e.residual = host_of(n.input == previous ? n.shortcut : n.input).data();
+        e.residual = host_of(n.inputs[0] == previous ? n.inputs[1] : n.inputs[0]).data();
       } else {
         e.relu = true;
       }
     }
-    const T* x = host_of(prog_.at(j).input).data();
+    const T* x = host_of(prog_.at(j).input()).data();
     T* y = host_of(end).data();
     parallel_items(q.conv.work_items(), [&](std::int64_t item) { q.conv.run(x, y, e, item); });
   }

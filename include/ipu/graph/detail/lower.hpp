@@ -109,7 +109,8 @@ struct builder {
     n.layer = p;
     n.path = scope.prefix;
     n.path.append(name_of(p.kind)).append(++scope.count[static_cast<std::size_t>(p.kind)]);
-    n.input = current;
+    n.inputs[0] = current;
+    n.input_count = 1;
     n.in = src.out;
     n.type = src.type;
     n.ipu = ipu;
@@ -123,8 +124,8 @@ struct builder {
     n.layer.kind = op::add;
     n.path = scope.prefix;
     n.path.append(ops::add::name);
-    n.input = main;
-    n.shortcut = shortcut;
+    n.inputs = {main, shortcut, -1, -1};
+    n.input_count = 2;
     n.in = a.out;
     n.type = a.type;
     n.ipu = ipu;

@@ -380,6 +380,9 @@ class onednn_network {
         s.args[DNNL_ARG_DST] = user_memory(d, op.last);
         break;
       }
+      case ipu::op::concat:
+      case ipu::op::multiply:  // the benchmarked networks have no such joins
+        throw std::logic_error("bench_network: no oneDNN step for " + std::string(ipu::name_of(n.kind)));
       case ipu::op::input: return;
     }
     steps_.push_back(std::move(s));

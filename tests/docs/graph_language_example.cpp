@@ -21,6 +21,13 @@ static_assert(ipu::param_count_v<net_t> == 19'818);
 
 // By hand: 3*3*3*32 + 64 + 2 * (3*3*32*32 + 64) + 32*10 + 10.
 static_assert(864 + 64 + 2 * (9216 + 64) + 330 == 19'818);
+
+constexpr auto inception = nn::concat(nn::conv<16, 1>,
+                                      nn::conv<16, 1> | nn::relu | nn::conv<32, 3>,
+                                      nn::max_pool<3, 1> | nn::conv<16, 1>);   // 64 channels
+constexpr auto gate = nn::multiply(nn::identity, nn::conv<64, 1> | nn::relu);
+using block_t = decltype(ipu::input<ipu::f32, 2, 28, 28, 32> | inception | gate);
+static_assert(ipu::output_shape_v<block_t> == std::array<std::int64_t, 4>{2, 28, 28, 64});
 }  // namespace
 
 TEST_CASE("graph language guide: paths and placement of the example", "[docs]") {
@@ -28,4 +35,11 @@ TEST_CASE("graph language guide: paths and placement of the example", "[docs]") 
   STATIC_REQUIRE(ipu::find_node(t, "stage1.block1.conv2") > 0);
   STATIC_REQUIRE(t[ipu::find_node(t, "dense1")].ipu == 1);
   STATIC_REQUIRE(t[ipu::find_node(t, "stage1.relu1")].ipu == 0);
+}
+
+TEST_CASE("graph language guide: the joins' paths", "[docs]") {
+  constexpr auto& t = ipu::node_table_v<block_t>;
+  STATIC_REQUIRE(t[ipu::find_node(t, "concat1")].input_count == 3);
+  STATIC_REQUIRE(ipu::find_node(t, "concat1.branch2.conv2") > 0);
+  STATIC_REQUIRE(t[ipu::find_node(t, "multiply1")].inputs[0] == ipu::find_node(t, "concat1"));
 }

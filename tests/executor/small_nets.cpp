@@ -38,58 +38,34 @@ constexpr auto two_ipu_net = ipu::input<ipu::f32, 2, 12, 12, 8>
     | nn::global_avg_pool | nn::dense<10> | nn::softmax;
 using net_two_ipus = decltype(two_ipu_net);
 
-template <class Output>
-bool same_bits(const Output& a, const Output& b) {
-  return std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
-}
-
-/// Runs `G` on `Target` in both modes and checks them against the reference, each other and
-/// the plan.
-template <class G, class Target, ipu::options Opts = ipu::options{}>
-void check_engine(double tolerance) {
-  const auto w = ipu::weights<G>::random(7);
-  const auto x = ipu_test::random_input<G>(11);
-  const std::vector<double> expected = ipu_test::reference_output<G>(x, w);
-
-  ipu::engine<G, Target, Opts> fast{w, {ipu::execution_mode::fast, 2}};
-  ipu::engine<G, Target, Opts> faithful{w, {ipu::execution_mode::faithful, 2}};
-  const auto y = fast.infer(x);
-  REQUIRE(y.size() == expected.size());
-  const double error = ipu_test::ref::max_relative_error(expected, y.data(), y.size());
-  INFO("max relative error " << error);
-  CHECK(error < tolerance);
-  CHECK(same_bits(y, faithful.infer(x)));
-  ipu_test::check_memory_matches_plan(faithful);
-}
-
 }  // namespace
 
 TEST_CASE("a grouped residual net in f32 matches the reference to 1e-5, both modes bit-identical") {
-  check_engine<net_f32, small_target<16>>(1e-5);
+  ipu_test::check_engine<net_f32, small_target<16>>(1e-5);
 }
 
 TEST_CASE("a grouped residual net in f16 with f32 partials matches the reference to 1e-2") {
-  check_engine<net_f16, small_target<16>>(1e-2);
+  ipu_test::check_engine<net_f16, small_target<16>>(1e-2);
 }
 
 TEST_CASE("f16 partials are used when the options say so, and stay within 2e-2") {
   constexpr ipu::options half_partials{.partials = ipu::dtype::f16};
-  check_engine<net_f16, small_target<16>, half_partials>(2e-2);
+  ipu_test::check_engine<net_f16, small_target<16>, half_partials>(2e-2);
   // The partials differ: the outputs are not those of f32 partials.
   const auto w = ipu::weights<net_f16>::random(7);
   const auto x = ipu_test::random_input<net_f16>(11);
   ipu::engine<net_f16, small_target<16>> f32_partials{w};
   ipu::engine<net_f16, small_target<16>, half_partials> f16_partials{w};
-  CHECK_FALSE(same_bits(f32_partials.infer(x), f16_partials.infer(x)));
+  CHECK_FALSE(ipu_test::same_bits(f32_partials.infer(x), f16_partials.infer(x)));
 }
 
 TEST_CASE("the net on a 64-tile target: other mappings, same results") {
-  check_engine<net_f32, small_target<64>>(1e-5);
+  ipu_test::check_engine<net_f32, small_target<64>>(1e-5);
 }
 
 TEST_CASE("over two IPUs, activations cross the IPU-Link and memory matches the plan on both") {
   static_assert(ipu::node_table_v<net_two_ipus>.back().ipu == 0);
-  check_engine<net_two_ipus, small_target<16, 2>>(1e-5);
+  ipu_test::check_engine<net_two_ipus, small_target<16, 2>>(1e-5);
 }
 
 TEST_CASE("outputs do not depend on the number of host threads") {
@@ -101,8 +77,8 @@ TEST_CASE("outputs do not depend on the number of host threads") {
     CHECK(one.threads() == 1);
     CHECK(three.threads() == 3);
     const auto y = one.infer(x);
-    CHECK(same_bits(y, three.infer(x)));
-    CHECK(same_bits(y, three.infer(x)));  // and a second batch on the same engine
+    CHECK(ipu_test::same_bits(y, three.infer(x)));
+    CHECK(ipu_test::same_bits(y, three.infer(x)));  // and a second batch on the same engine
   }
 }
 
@@ -112,6 +88,6 @@ TEST_CASE("an engine can be moved, and runs where it was moved to") {
   ipu::engine<net_f32, small_target<16>> a{w, {ipu::execution_mode::faithful, 2}};
   const auto y = a.infer(x);
   ipu::engine<net_f32, small_target<16>> b = std::move(a);
-  CHECK(same_bits(y, b.infer(x)));
+  CHECK(ipu_test::same_bits(y, b.infer(x)));
   CHECK(b.profile().batches_measured() == 2);
 }

@@ -22,7 +22,7 @@ using net_t = decltype(net);
 
 TEST_CASE("ops::visit reaches the op of every tag, and each op states its tag and name") {
   const std::string_view names[] = {"input", "conv", "batch_norm", "relu", "max_pool", "avg_pool", "global_avg_pool",
-                                    "dense", "softmax", "add"};
+                                    "dense", "softmax", "add", "concat", "multiply"};
   for (int k = 0; k < ipu::op_count; ++k) {
     const auto tag = static_cast<ipu::op>(k);
     INFO("op " << k);

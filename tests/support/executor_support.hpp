@@ -7,6 +7,7 @@
 #include <ipu/ipu.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,6 +90,31 @@ void check_memory_matches_plan(const Engine& e) {
   INFO(first);
   CHECK(compared > 0);
   CHECK(mismatches == 0);
+}
+
+/// Whether two tensors hold the same bits.
+template <class Output>
+bool same_bits(const Output& a, const Output& b) {
+  return std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+}
+
+/// Runs `G` on `Target` in both modes and checks them against the reference, each other and
+/// the plan.
+template <class G, class Target, ipu::options Opts = ipu::options{}>
+void check_engine(double tolerance) {
+  const auto w = ipu::weights<G>::random(7);
+  const auto x = random_input<G>(11);
+  const std::vector<double> expected = reference_output<G>(x, w);
+
+  ipu::engine<G, Target, Opts> fast{w, {ipu::execution_mode::fast, 2}};
+  ipu::engine<G, Target, Opts> faithful{w, {ipu::execution_mode::faithful, 2}};
+  const auto y = fast.infer(x);
+  REQUIRE(y.size() == expected.size());
+  const double error = ref::max_relative_error(expected, y.data(), y.size());
+  INFO("max relative error " << error);
+  CHECK(error < tolerance);
+  CHECK(same_bits(y, faithful.infer(x)));
+  check_memory_matches_plan(faithful);
 }
 
 }  // namespace ipu_test

@@ -141,6 +141,30 @@ inline tensor add(const tensor& a, const tensor& b) {
   return y;
 }
 
+/// a * b, element-wise (same sizes).
+inline tensor multiply(const tensor& a, const tensor& b) {
+  detail::expect_size(b, static_cast<std::int64_t>(a.size()), "multiply operand");
+  tensor y(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) y[i] = a[i] * b[i];
+  return y;
+}
+
+/// Tensors of `positions` x `channels[k]` each, concatenated along the last axis.
+inline tensor concat(const std::vector<const tensor*>& parts, const std::vector<int>& channels, std::int64_t positions) {
+  std::int64_t total = 0;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    detail::expect_size(*parts[k], positions * channels[k], "concat operand");
+    total += channels[k];
+  }
+  tensor y(detail::sz(positions * total));
+  for (std::int64_t p = 0; p < positions; ++p) {
+    std::int64_t at = p * total;
+    for (std::size_t k = 0; k < parts.size(); ++k)
+      for (int c = 0; c < channels[k]; ++c) y[detail::sz(at++)] = (*parts[k])[detail::sz(p * channels[k] + c)];
+  }
+  return y;
+}
+
 /// Max pooling, k x k window, SAME padding; padded positions are ignored.
 inline tensor max_pool(const tensor& x, int n, int h, int w, int c, int k, int stride) {
   return detail::pool(detail::pool_kind::max, x, n, h, w, c, k, stride);
@@ -257,7 +281,24 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
         out[i] = softmax(src(nd.input()), static_cast<int>(nd.in.elements() / c), c);
         break;
       }
-      case ipu::op::add: out[i] = add(src(nd.input()), src(nd.inputs[1])); break;
+      case ipu::op::add:
+      case ipu::op::multiply: {
+        tensor y = src(nd.input());
+        for (int k = 1; k < nd.input_count; ++k)
+          y = nd.kind == ipu::op::add ? add(y, src(nd.inputs[detail::sz(k)])) : multiply(y, src(nd.inputs[detail::sz(k)]));
+        out[i] = std::move(y);
+        break;
+      }
+      case ipu::op::concat: {
+        std::vector<const tensor*> parts;
+        std::vector<int> channels;
+        for (int k = 0; k < nd.input_count; ++k) {
+          parts.push_back(&src(nd.inputs[detail::sz(k)]));
+          channels.push_back(static_cast<int>(table[detail::sz(nd.inputs[detail::sz(k)])].out.channels()));
+        }
+        out[i] = concat(parts, channels, nd.out.elements() / nd.out.channels());
+        break;
+      }
     }
     const std::string what = "node " + std::to_string(i) + " output";
     detail::expect_size(out[i], nd.out.elements(), what.c_str());

@@ -1,8 +1,9 @@
 #pragma once
 /// \file
-/// Composition: `|` sequences blocks, `nn::residual` adds a shortcut, `nn::repeat<N>` repeats a
-/// block, `nn::scope<"name">` names one, `ipu::on<I>` places one on an IPU, and
-/// `ipu::input<...>` starts a graph.
+/// Composition: `|` sequences blocks, `nn::residual` adds a shortcut, `nn::add`, `nn::concat`
+/// and `nn::multiply` join parallel branches, `nn::repeat<N>` repeats a block,
+/// `nn::scope<"name">` names one, `ipu::on<I>` places one on an IPU, and `ipu::input<...>`
+/// starts a graph.
 ///
 /// Types stay shallow: `a | b | c` is one flat `seq_t<A, B, C>`, a block's type never embeds
 /// what comes before it, and `repeat<23>(block)` is one type however large 23 is.
@@ -20,8 +21,13 @@ namespace nn {
 /// A sequence of blocks, applied in order. Made by `|`.
 template <class... Blocks>
 struct seq_t {};
-/// The identity shortcut of `residual(body)`.
+/// The identity: the shortcut of `residual(body)`, or a join's branch that passes its input
+/// through (`nn::identity`).
 struct identity_t {};
+/// Branches applied to the same input, their outputs combined by `Join` (`op::add`,
+/// `op::concat` or `op::multiply`).
+template <op Join, class... Branches>
+struct join_t {};
 /// `y = body(x) + shortcut(x)`.
 template <class Body, class Shortcut>
 struct residual_t {};
@@ -44,16 +50,25 @@ template <class B, class S> inline constexpr bool is_compound_block<nn::residual
 template <int N, class B> inline constexpr bool is_compound_block<nn::repeat_t<N, B>> = true;
 template <fixed_string S, class B> inline constexpr bool is_compound_block<nn::scope_t<S, B>> = true;
 template <int I, class B> inline constexpr bool is_compound_block<on_t<I, B>> = true;
+template <op J, class... B> inline constexpr bool is_compound_block<nn::join_t<J, B...>> = true;
 }  // namespace detail
 
 /// Anything that can be composed with `|`: a layer or a compound block.
 template <class T>
 concept Block = Layer<std::remove_cvref_t<T>> || detail::is_compound_block<std::remove_cvref_t<T>>;
 
+/// A branch of a join: a block, or `nn::identity`.
+template <class T>
+concept Branch = Block<T> || std::is_same_v<std::remove_cvref_t<T>, nn::identity_t>;
+
 namespace detail {
 template <class T> struct as_seq { using type = nn::seq_t<T>; };
 template <class... B> struct as_seq<nn::seq_t<B...>> { using type = nn::seq_t<B...>; };
 template <class T> using as_seq_t = typename as_seq<std::remove_cvref_t<T>>::type;
+
+template <class T> struct as_branch { using type = as_seq_t<T>; };
+template <> struct as_branch<nn::identity_t> { using type = nn::identity_t; };
+template <class T> using as_branch_t = typename as_branch<std::remove_cvref_t<T>>::type;
 
 template <class A, class B> struct concat;
 template <class... A, class... B> struct concat<nn::seq_t<A...>, nn::seq_t<B...>> {
@@ -115,6 +130,32 @@ template <Block Body, Block Shortcut>
 constexpr residual_t<detail::as_seq_t<Body>, detail::as_seq_t<Shortcut>> residual(Body, Shortcut) noexcept {
   return {};
 }
+/// `nn::identity`: a branch of `nn::add`, `nn::concat` or `nn::multiply` that passes the join's
+/// input through.
+inline constexpr identity_t identity{};
+
+/// `add(a, b, ...)`: `y = a(x) + b(x) + ...`, two to four branches of the same output shape
+/// (`nn::identity` passes `x`); summed in f32 and rounded once.
+template <Branch... Bs>
+  requires(sizeof...(Bs) >= 2 && sizeof...(Bs) <= max_inputs)
+constexpr join_t<op::add, ipu::detail::as_branch_t<Bs>...> add(Bs...) noexcept {
+  return {};
+}
+/// `multiply(a, b, ...)`: `y = a(x) * b(x) * ...`, two to four branches of the same output
+/// shape; multiplied in f32 and rounded once.
+template <Branch... Bs>
+  requires(sizeof...(Bs) >= 2 && sizeof...(Bs) <= max_inputs)
+constexpr join_t<op::multiply, ipu::detail::as_branch_t<Bs>...> multiply(Bs...) noexcept {
+  return {};
+}
+/// `concat(a, b, ...)`: the branches' outputs concatenated along the last axis (channels), in
+/// order; two to four branches that agree in every other extent.
+template <Branch... Bs>
+  requires(sizeof...(Bs) >= 2 && sizeof...(Bs) <= max_inputs)
+constexpr join_t<op::concat, ipu::detail::as_branch_t<Bs>...> concat(Bs...) noexcept {
+  return {};
+}
+
 /// `repeat<Count>(block)`: `Count` copies of `block`, each with its own weights.
 template <int Count, Block Body>
   requires(Count > 0)

@@ -48,6 +48,12 @@ struct input_nhwc { std::int64_t n, h, w, c; };
 struct input_nc { std::int64_t n, c; };
 /// A node's index in the node table, as a labelled template argument.
 struct node_index { std::int64_t value; };
+/// The shape of a join's first branch's output (rank 4 as NHWC, rank 2 as `n, c` and zeros).
+struct first_branch_output { std::int64_t d0, d1, d2, d3; };
+/// The shape of the first branch whose output does not match it.
+struct other_branch_output { std::int64_t d0, d1, d2, d3; };
+/// A branch of a join, counted from 1.
+struct branch { std::int64_t value; };
 
 /// Error: a conv's input channels or filters are not divisible by its groups.
 template <auto Layer, input_channels In, filters Out, groups G>
@@ -63,6 +69,21 @@ struct residual_branches_must_have_equal_shapes {
   static_assert(Body.n == Shortcut.n && Body.h == Shortcut.h && Body.w == Shortcut.w && Body.c == Shortcut.c,
                 "ipu: the body and shortcut of nn::residual give different shapes; give the shortcut a "
                 "projection (nn::residual(body, nn::conv<Filters, 1, Stride> | nn::batch_norm))");
+  static constexpr bool value = false;
+};
+
+/// Error: the branches of `nn::add` or `nn::multiply` give different shapes.
+template <auto Layer, first_branch_output First, branch Branch, other_branch_output Other>
+struct join_branches_must_have_equal_shapes {
+  static_assert(Branch.value < 0, "ipu: the branches of nn::add and nn::multiply must give the same shape");
+  static constexpr bool value = false;
+};
+
+/// Error: the branches of `nn::concat` differ in an extent other than the last.
+template <auto Layer, first_branch_output First, branch Branch, other_branch_output Other>
+struct concat_branches_must_agree_but_in_channels {
+  static_assert(Branch.value < 0,
+                "ipu: the branches of nn::concat must agree in every extent but the last (channels)");
   static constexpr bool value = false;
 };
 
@@ -132,6 +153,14 @@ consteval bool report_graph_error() {
   } else if constexpr (E.kind == pool_larger_than_input) {
     return diag::pool_window_must_fit_input<layer, diag::window_size{E.x}, diag::input_height{a.dim[1]},
                                             diag::input_width{a.dim[2]}>::value;
+  } else if constexpr (E.kind == join_shapes_differ) {
+    return diag::join_branches_must_have_equal_shapes<layer, diag::first_branch_output{a.dim[0], a.dim[1], a.dim[2], a.dim[3]},
+                                                      diag::branch{E.x},
+                                                      diag::other_branch_output{b.dim[0], b.dim[1], b.dim[2], b.dim[3]}>::value;
+  } else if constexpr (E.kind == concat_shapes_differ) {
+    return diag::concat_branches_must_agree_but_in_channels<
+        layer, diag::first_branch_output{a.dim[0], a.dim[1], a.dim[2], a.dim[3]}, diag::branch{E.x},
+        diag::other_branch_output{b.dim[0], b.dim[1], b.dim[2], b.dim[3]}>::value;
   } else if constexpr (E.kind == duplicate_path) {
     return diag::node_paths_must_be_unique<layer, diag::node_index{E.x}, diag::node_index{E.y}>::value;
   } else {

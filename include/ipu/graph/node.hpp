@@ -25,11 +25,13 @@ enum class op : std::uint8_t {
   global_avg_pool,  ///< mean over H and W: NHWC -> NC
   dense,            ///< fully connected layer with bias, on an NC tensor
   softmax,          ///< softmax over the last axis
-  add,              ///< element-wise sum closing a residual block
+  add,              ///< element-wise sum of its inputs: a residual block's, or `nn::add`'s branches
+  concat,           ///< its inputs concatenated along the last axis (`nn::concat`)
+  multiply,         ///< element-wise product of its inputs (`nn::multiply`)
 };
 
 /// Number of enumerators in `op`.
-inline constexpr int op_count = 10;
+inline constexpr int op_count = 12;
 
 /// Hyper-parameters of a layer, as its type states them. Fields a layer does not use keep
 /// their defaults.

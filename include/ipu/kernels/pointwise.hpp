@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// Element-wise kernels on runs of elements: ReLU, the residual add, and batch norm folded
+/// Element-wise kernels on runs of elements: ReLU, the residual add, the sum and product of a
+/// join's inputs, and batch norm folded
 /// into a per-channel scale and shift (`ops/batch_norm.hpp` folds it). Arithmetic in f32,
 /// results rounded to `T`.
 
@@ -21,6 +22,28 @@ void relu(const T* x, T* y, std::int64_t n) noexcept {
 template <class T>
 void add(const T* a, const T* b, T* y, std::int64_t n) noexcept {
   for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(widen(a[i]) + widen(b[i]));
+}
+
+/// `y[i]` = the sum of `x[0][i], ..., x[count - 1][i]` for `i < n`, added in f32 in that order
+/// and rounded once (for two inputs, the same bits as `add`).
+template <class T>
+void sum(const T* const* x, int count, T* y, std::int64_t n) noexcept {
+  for (std::int64_t i = 0; i < n; ++i) {
+    float s = widen(x[0][i]);
+    for (int k = 1; k < count; ++k) s += widen(x[k][i]);
+    y[i] = static_cast<T>(s);
+  }
+}
+
+/// `y[i]` = the product of `x[0][i], ..., x[count - 1][i]` for `i < n`, multiplied in f32 in
+/// that order and rounded once.
+template <class T>
+void product(const T* const* x, int count, T* y, std::int64_t n) noexcept {
+  for (std::int64_t i = 0; i < n; ++i) {
+    float s = widen(x[0][i]);
+    for (int k = 1; k < count; ++k) s *= widen(x[k][i]);
+    y[i] = static_cast<T>(s);
+  }
 }
 
 /// Batch norm folded for inference (`ops::batch_norm::fold`): `y[i] = madd(x[i], scale[i],

@@ -1,34 +1,43 @@
 #pragma once
 /// \file
-/// `ops::add`: the element-wise sum that closes `nn::residual` (`kernels::add`). The output is
-/// mapped as the main branch; a shortcut mapped otherwise is remapped through the exchange.
+/// `ops::add` and `ops::multiply`: the element-wise sum and product of a join's inputs, summed
+/// or multiplied in f32 in input order and rounded once (`kernels::sum`, `kernels::product`).
+/// `nn::residual` closes with an add, `nn::add` and `nn::multiply` join branches. The output is
+/// mapped as the first input; an input mapped otherwise is remapped through the exchange.
 
 #include <ipu/ops/op.hpp>
 
 namespace ipu::ops {
 
-/// Element-wise sum of the residual body's output (the main input) and the shortcut.
-struct add : op_base {
-  static constexpr op kind = op::add;              ///< the node tag
-  static constexpr std::string_view name = "add";  ///< as node paths name it
-  static constexpr int epilogue_order = 2;  ///< after a batch norm in a convolution's epilogue
+/// What the element-wise joins share: shape rule and plan.
+struct elementwise_join : op_base {
+  /// Every input has the first one's shape.
+  static constexpr inferred infer_join(std::span<const shape> inputs) noexcept { return op_base::infer_join(inputs); }
 
-  using op_base::infer;
-  /// Both operands must have the same shape.
-  static constexpr inferred infer(const shape& main, const shape& shortcut) noexcept {
-    inferred r{main, 0, 0, {}};
-    if (!(main == shortcut)) r.error = {detail::graph_error_kind::residual_shapes_differ, {}, main, shortcut};
-    return r;
-  }
-
-  /// On the main input's tiles; a shortcut mapped differently arrives through the exchange.
+  /// On the first input's tiles; each input mapped otherwise arrives through the exchange.
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
     np.output = np.work = in.input();
-    if (!(in.input(1) == np.output)) {
+    std::int64_t remapped = 0;
+    for (int k = 1; k < in.n.input_count; ++k) remapped += in.input(k) == np.output ? 0 : 1;
+    if (remapped > 0) {
       np.step.kind = step_kind::remap;
       np.step.block_channels = np.work.unit_elements;
+      np.step.remapped = remapped;
     }
   }
+};
+
+/// Element-wise sum of the inputs (a residual block's body and shortcut, or `nn::add`'s branches).
+struct add : elementwise_join {
+  static constexpr op kind = op::add;              ///< the node tag
+  static constexpr std::string_view name = "add";  ///< as node paths name it
+  static constexpr int epilogue_order = 2;  ///< after a batch norm in a convolution's epilogue (two inputs)
+};
+
+/// Element-wise product of the inputs (`nn::multiply`).
+struct multiply : elementwise_join {
+  static constexpr op kind = op::multiply;              ///< the node tag
+  static constexpr std::string_view name = "multiply";  ///< as `nn::multiply` names it
 };
 
 }  // namespace ipu::ops

@@ -48,6 +48,8 @@ enum class graph_error_kind : std::uint8_t {
   pool_larger_than_input,         ///< a = input shape, x = window size
   path_too_long,                  ///< path holds the truncated path, x = capacity
   duplicate_path,                 ///< path is held by two nodes, x and y (their indices)
+  join_shapes_differ,             ///< a = the first branch's output, b = the first that differs, x = its branch (1-based)
+  concat_shapes_differ,           ///< as join_shapes_differ, in an extent other than the last
 };
 
 /// The first error of a graph, with the numbers its diagnostic prints.
@@ -157,6 +159,17 @@ constexpr inferred failure(detail::graph_error_kind kind, const shape& in, std::
 struct op_base {
   /// Shape-preserving, no parameters, no MACs.
   static constexpr inferred infer(const layer_params&, const shape& in) noexcept { return {in, 0, 0, {}}; }
+  /// A join of `inputs` (an op that is not a join is never given several): element-wise, so
+  /// every input has the first one's shape.
+  static constexpr inferred infer_join(std::span<const shape> inputs) noexcept {
+    inferred r{inputs[0], 0, 0, {}};
+    for (std::size_t k = 1; k < inputs.size(); ++k)
+      if (!(inputs[k] == inputs[0])) {
+        r.error = {detail::graph_error_kind::join_shapes_differ, {}, inputs[0], inputs[k], static_cast<std::int64_t>(k + 1)};
+        break;
+      }
+    return r;
+  }
   /// No weight tensors.
   static constexpr tensor_specs tensors(const node&) noexcept { return {}; }
   /// No device tensors.

@@ -6,6 +6,7 @@
 
 #include <ipu/ops/add.hpp>
 #include <ipu/ops/batch_norm.hpp>
+#include <ipu/ops/concat.hpp>
 #include <ipu/ops/conv.hpp>
 #include <ipu/ops/dense.hpp>
 #include <ipu/ops/global_avg_pool.hpp>
@@ -31,6 +32,8 @@ constexpr decltype(auto) visit(op kind, F&& f) {
     case op::dense: return f(dense{});
     case op::softmax: return f(softmax{});
     case op::add: return f(add{});
+    case op::concat: return f(concat{});
+    case op::multiply: return f(multiply{});
   }
   return f(input{});  // not reached: every enumerator is handled above
 }

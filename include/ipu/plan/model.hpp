@@ -48,7 +48,7 @@ enum class step_kind : std::uint8_t {
   window,   ///< max or average pooling: input window in exchange
   reduce,   ///< global average pooling: each output reads `reduce` inputs
   rows,     ///< softmax: each output reads its whole row
-  remap,    ///< add whose shortcut lives elsewhere: the tile receives its share of the shortcut
+  remap,    ///< a join whose inputs live elsewhere: the tile receives its share of `remapped` of them
 };
 
 /// The shape of a step's work, enough to bound its transients on a tile from the number of
@@ -69,6 +69,7 @@ struct step_model {
   /// Side of the square kernel or pooling window (1 for dense).
   std::int64_t kernel = 1, stride = 1;  ///< stride of the kernel or window (1 for dense)
   std::int64_t reduce = 1;          ///< inputs per output (global pooling)
+  std::int64_t remapped = 1;        ///< inputs a join receives through the exchange (remap)
   std::int64_t element_bytes = 2;   ///< bytes of one element of the step's element type
   std::int64_t partial_bytes = 4;   ///< bytes of one partial sum, in `options::partials`
   std::int64_t serial = 1;          ///< serial slices a tile's units run in (conv, dense)
@@ -139,7 +140,7 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
                                                 : units * s.block_channels;
       return {0, 2 * std::min(s.in_channels, touched) * s.element_bytes};
     }
-    case step_kind::remap: return {0, units * s.block_channels * s.element_bytes};
+    case step_kind::remap: return {0, s.remapped * units * s.block_channels * s.element_bytes};
     default: return {};
   }
 }

@@ -28,6 +28,7 @@
 #include <ipu/runtime/tile_heap.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -457,16 +458,41 @@ class faithful_executor {
         }
         break;
       }
-      case op::add: {
+      case op::add:
+      case op::multiply: {
         if (p.step.kind != step_kind::remap) break;
+        // Each input stored otherwise than the output: this tile's share, in the output's order.
         const storage_order o = storage_order::of(p.output, n.out);
-        const placement& sc = input_on(ipu, n.inputs[1]);
+        std::int64_t at = 0;
+        for (int src : n.sources().subspan(1)) {
+          if (prog_.mapping_on(ipu, src) == p.output) continue;
+          const placement& in = input_on(ipu, src);
+          T* dst = own_exchange(ipu, tile, at, o1 - o0);
+          for (std::int64_t q = o0; q < o1;) {
+            const auto [pos, c] = o.locate(q);
+            const std::int64_t len = std::min(o1 - q, o.run(c, o.channels - c));
+            read_channels(ipu, in, pos, c, len, dst + (q - o0));
+            q += len;
+          }
+          at += o1 - o0;
+        }
+        break;
+      }
+      case op::concat: {  // the output is stored in logical order: gather each run from its input
+        const std::int64_t channels = n.out.channels();
         T* dst = own_exchange(ipu, tile, 0, o1 - o0);
-        for (std::int64_t q = o0; q < o1;) {
-          const auto [pos, c] = o.locate(q);
-          const std::int64_t len = std::min(o1 - q, o.run(c, o.channels - c));
-          read_channels(ipu, sc, pos, c, len, dst + (q - o0));
-          q += len;
+        for (std::int64_t e = o0; e < o1;) {
+          const std::int64_t pos = e / channels, c = e % channels;
+          std::int64_t first = 0;  // the input holding channel c, and its first channel
+          int src = n.input();
+          for (int s : n.sources()) {
+            src = s;
+            if (c < first + prog_.at(s).out.channels()) break;
+            first += prog_.at(s).out.channels();
+          }
+          const std::int64_t len = std::min(o1 - e, first + prog_.at(src).out.channels() - c);
+          read_channels(ipu, input_on(ipu, src), pos, c - first, len, dst + (e - o0));
+          e += len;
         }
         break;
       }
@@ -548,10 +574,23 @@ class faithful_executor {
       }
       case op::relu: kernels::relu(operand(n.input()), y, o1 - o0); break;
       case op::add:
-        kernels::add(operand(n.input()),
-                     p.step.kind == step_kind::remap ? own_exchange(ipu, tile, 0, o1 - o0) : operand(n.inputs[1]), y,
-                     o1 - o0);
+      case op::multiply: {
+        std::array<const T*, max_inputs> inputs{};
+        std::int64_t at = 0;  // the exchange holds the remapped inputs in order
+        for (int k = 0; k < n.input_count; ++k) {
+          const int src = n.inputs[static_cast<std::size_t>(k)];
+          const bool local = k == 0 || prog_.mapping_on(ipu, src) == p.output;
+          inputs[static_cast<std::size_t>(k)] = local ? operand(src) : own_exchange(ipu, tile, at, o1 - o0);
+          at += local ? 0 : o1 - o0;
+        }
+        if (n.kind == op::add) {
+          kernels::sum(inputs.data(), n.input_count, y, o1 - o0);
+        } else {
+          kernels::product(inputs.data(), n.input_count, y, o1 - o0);
+        }
         break;
+      }
+      case op::concat: std::copy_n(own_exchange(ipu, tile, 0, o1 - o0), o1 - o0, y); break;
       case op::max_pool:
       case op::avg_pool: {
         const auto [g, r0, r1] = pooling_window(n, o0, o1);

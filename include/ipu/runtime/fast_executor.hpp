@@ -21,6 +21,7 @@
 #include <ipu/runtime/team.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -96,18 +97,39 @@ class fast_executor {
         break;
       }
       case op::relu:
-      case op::add: {
-        const T* s = n.kind == op::add ? host_of(n.inputs[1]).data() : nullptr;
         parallel_items(items, [&](std::int64_t item) {
           const auto [e0, e1] = range(item, elements);
-          if (s != nullptr) {
-            kernels::add(x + e0, s + e0, y + e0, e1 - e0);
+          kernels::relu(x + e0, y + e0, e1 - e0);
+        });
+        break;
+      case op::add:
+      case op::multiply: {
+        std::array<const T*, max_inputs> inputs{};
+        for (int k = 0; k < n.input_count; ++k) inputs[static_cast<std::size_t>(k)] = host_of(n.inputs[static_cast<std::size_t>(k)]).data();
+        parallel_items(items, [&](std::int64_t item) {
+          const auto [e0, e1] = range(item, elements);
+          std::array<const T*, max_inputs> from{};
+          for (int k = 0; k < n.input_count; ++k) from[static_cast<std::size_t>(k)] = inputs[static_cast<std::size_t>(k)] + e0;
+          if (n.kind == op::add) {
+            kernels::sum(from.data(), n.input_count, y + e0, e1 - e0);
           } else {
-            kernels::relu(x + e0, y + e0, e1 - e0);
+            kernels::product(from.data(), n.input_count, y + e0, e1 - e0);
           }
         });
         break;
       }
+      case op::concat:
+        parallel_items(items, [&](std::int64_t item) {
+          const auto [p0, p1] = range(item, positions);
+          for (std::int64_t pos = p0; pos < p1; ++pos) {
+            T* to = y + pos * channels;
+            for (int src : n.sources()) {
+              const std::int64_t c = prog_.at(src).out.channels();
+              to = std::copy_n(host_of(src).data() + pos * c, c, to);
+            }
+          }
+        });
+        break;
       case op::max_pool:
       case op::avg_pool: {
         const kernels::window_geometry g = geometry_of(n);

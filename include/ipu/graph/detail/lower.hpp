@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 
 namespace ipu::detail {
 
@@ -28,6 +29,14 @@ template <class... B>
 inline constexpr int node_count<nn::seq_t<B...>> = [] {
   int n = 0;
   for (int c : {0, node_count<B>...}) n += c;
+  return n;
+}();
+template <>
+inline constexpr int node_count<nn::identity_t> = 0;
+template <op Join, class... Branches>
+inline constexpr int node_count<nn::join_t<Join, Branches...>> = [] {
+  int n = 1;
+  for (int c : {node_count<Branches>...}) n += c;
   return n;
 }();
 template <class Body>
@@ -117,19 +126,35 @@ struct builder {
     push_inferred(n, ops::visit(p.kind, [&]<class Op>(Op) { return Op::infer(p, n.in); }));
   }
 
-  constexpr void push_add(int main, int shortcut, const name_scope& scope) {
-    const node& a = nodes[static_cast<std::size_t>(main)];
+  /// Appends a join of kind `kind` reading `sources`, at `path`.
+  constexpr void push_join(op kind, std::span<const int> sources, const path_string& path) {
+    const node& a = nodes[static_cast<std::size_t>(sources[0])];
     node n;
-    n.kind = op::add;
-    n.layer.kind = op::add;
-    n.path = scope.prefix;
-    n.path.append(ops::add::name);
-    n.inputs = {main, shortcut, -1, -1};
-    n.input_count = 2;
+    n.kind = kind;
+    n.layer.kind = kind;
+    n.path = path;
+    std::array<shape, max_inputs> shapes{};
+    for (std::size_t k = 0; k < sources.size(); ++k) {
+      n.inputs[k] = sources[k];
+      shapes[k] = nodes[static_cast<std::size_t>(sources[k])].out;
+    }
+    n.input_count = static_cast<int>(sources.size());
     n.in = a.out;
     n.type = a.type;
     n.ipu = ipu;
-    push_inferred(n, ops::add::infer(a.out, nodes[static_cast<std::size_t>(shortcut)].out));
+    const std::span<const shape> in{shapes.data(), sources.size()};
+    push_inferred(n, ops::visit(kind, [&]<class Op>(Op) { return Op::infer_join(in); }));
+  }
+
+  /// The add closing a residual block: body and shortcut.
+  constexpr void push_add(int main, int shortcut, const name_scope& scope) {
+    path_string path = scope.prefix;
+    path.append(ops::add::name);
+    const std::array<int, 2> sources{main, shortcut};
+    const graph_error before = error;
+    push_join(op::add, sources, path);
+    if (before.kind == graph_error_kind::none && error.kind == graph_error_kind::join_shapes_differ)
+      error.kind = graph_error_kind::residual_shapes_differ;  // name what the user wrote
   }
 };
 
@@ -165,6 +190,30 @@ struct emit<nn::residual_t<Body, Shortcut>> {
       shortcut = b.current;
     }
     b.push_add(main, shortcut, inner);
+  }
+};
+template <>
+struct emit<nn::identity_t> {  // a join's branch that passes its input through
+  template <class B>
+  static constexpr void apply(B&, name_scope&) {}
+};
+template <op Join, class... Branches>
+struct emit<nn::join_t<Join, Branches...>> {
+  template <class B>
+  static constexpr void apply(B& b, name_scope& s) {
+    name_scope inner = s.child(name_of(Join), ++s.count[static_cast<std::size_t>(Join)]);
+    const int x = b.current;
+    std::array<int, sizeof...(Branches)> outputs{};
+    int k = 0;
+    (void)std::initializer_list<int>{0, (b.current = x, apply_branch<Branches>(b, inner, k), outputs[static_cast<std::size_t>(k++)] = b.current, 0)...};
+    path_string path = s.prefix;  // the join is named like a layer: `concat1`, its branches `concat1.branch1...`
+    path.append(name_of(Join)).append(s.count[static_cast<std::size_t>(Join)]);
+    b.push_join(Join, outputs, path);
+  }
+  template <class Branch, class B>
+  static constexpr void apply_branch(B& b, const name_scope& inner, int k) {
+    name_scope branch = inner.child("branch", k + 1);
+    emit<Branch>::apply(b, branch);
   }
 };
 template <int Count, class Body>

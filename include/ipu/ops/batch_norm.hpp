@@ -56,6 +56,12 @@ struct batch_norm : op_base {
              tensor_spec{"mean", 1, {c}, 0, near_zero}, tensor_spec{"variance", 1, {c}, 1, near_one}},
             4};
   }
+  /// A variance must keep `variance + epsilon` positive, or the fold divides by zero.
+  static constexpr std::string_view value_rule(std::string_view tensor, float value) noexcept {
+    return tensor == "variance" && !(static_cast<double>(value) + batch_norm_epsilon > 0.0)
+               ? "; variance + epsilon must be positive"
+               : "";
+  }
   /// The folded per-channel scale and shift.
   static constexpr std::array<std::string_view, 2> device_tensors{"scale", "shift"};
   /// Errors name them `folded scale` and `folded shift`.

@@ -172,6 +172,9 @@ struct op_base {
   }
   /// No weight tensors.
   static constexpr tensor_specs tensors(const node&) noexcept { return {}; }
+  /// What is wrong with finite value `value` of the users' tensor `tensor`, as the end of an
+  /// error message; empty when nothing is (any finite value is valid by default).
+  static constexpr std::string_view value_rule(std::string_view, float) noexcept { return {}; }
   /// No device tensors.
   static constexpr std::array<std::string_view, 0> device_tensors{};
   /// What errors put before a device tensor's name: empty where the device holds the users'

@@ -9,9 +9,10 @@
 /// | `batch_norm` | `scale`, `shift`, `mean`, `variance`    | `[channels]` each; epsilon 1e-5     |
 /// | `dense`      | `kernel`, `bias`                        | `[in, out]`, `[out]`                |
 ///
-/// Values are held in f32 on the host; an engine rounds them to the graph's element type
-/// (folding batch norm into a scale and a shift first). Every way in checks counts and shapes
-/// and names the layer and tensor at fault; `validate()` flags non-finite values.
+/// Each op states its tensors (`ops::<op>::tensors`); the table is what they state. Values are
+/// held in f32 on the host; an engine rounds them to the graph's element type (folding batch
+/// norm into a scale and a shift first). Every way in checks counts and shapes and names the
+/// layer and tensor at fault; `validate()` flags non-finite values and those an op refuses.
 
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
@@ -261,20 +262,21 @@ class weights {
   /// Iterator past the last `layer_weights`.
   auto end() const noexcept { return layers_.end(); }
 
-  /// Throws `weight_error` naming the first non-finite value (layer, tensor, index), or a
-  /// batch-norm variance that makes `variance + epsilon` not positive.
+  /// Throws `weight_error` naming the first non-finite value (layer, tensor, index), or the
+  /// first value its op's rule refuses (`ops::<op>::value_rule`: a batch-norm variance that
+  /// makes `variance + epsilon` not positive).
   void validate() const {
     for (const layer_weights& layer : layers_)
-      for (const weight_tensor& t : layer.tensors())
-        for (std::size_t i = 0; i < t.values.size(); ++i) {
-          const float v = t.values[i];
-          if (!std::isfinite(v))
-            throw weight_error("ipu::weights: " + std::string(layer.path()) + "." + std::string(t.name) + "[" +
-                               std::to_string(i) + "] is " + std::to_string(v) + ", not finite");
-          if (t.name == "variance" && !(static_cast<double>(v) + batch_norm_epsilon > 0.0))
-            throw weight_error("ipu::weights: " + std::string(layer.path()) + ".variance[" + std::to_string(i) +
-                               "] is " + std::to_string(v) + "; variance + epsilon must be positive");
-        }
+      ops::visit(layer.kind(), [&]<class Op>(Op) {
+        for (const weight_tensor& t : layer.tensors())
+          for (std::size_t i = 0; i < t.values.size(); ++i) {
+            const float v = t.values[i];
+            const std::string_view rule = std::isfinite(v) ? Op::value_rule(t.name, v) : ", not finite";
+            if (!rule.empty())
+              throw weight_error("ipu::weights: " + std::string(layer.path()) + "." + std::string(t.name) + "[" +
+                                 std::to_string(i) + "] is " + std::to_string(v) + std::string(rule));
+          }
+      });
   }
 
  private:

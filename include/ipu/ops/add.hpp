@@ -9,11 +9,9 @@
 
 namespace ipu::ops {
 
-/// What the element-wise joins share: shape rule and plan.
+/// What the element-wise joins share: the plan (their shape rule is `op_base::infer_join`:
+/// every input has the first one's shape).
 struct elementwise_join : op_base {
-  /// Every input has the first one's shape.
-  static constexpr inferred infer_join(std::span<const shape> inputs) noexcept { return op_base::infer_join(inputs); }
-
   /// On the first input's tiles; each input mapped otherwise arrives through the exchange.
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
     np.output = np.work = in.input();

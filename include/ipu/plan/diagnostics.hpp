@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Compile errors of planning: a tile out of memory, an IPU index outside the target, an
-/// invalid `available_memory_proportion`. As for graph errors, each is a class template whose
+/// invalid `available_memory_proportion`, a tile size off the buffer alignment. As for graph errors, each is a class template whose
 /// name states the problem and whose arguments are labelled numbers, instantiated once from
 /// the finished plan's values, never from the graph type.
 
@@ -36,6 +36,8 @@ struct ipu_index { std::int64_t value; };
 struct ipus_in_target { std::int64_t value; };
 struct numerator { std::int64_t value; };
 struct denominator { std::int64_t value; };
+struct bytes_per_tile { std::int64_t value; };
+struct alignment { std::int64_t value; };
 
 template <on_ipu Ipu, on_tile Tile, auto Layer, class Largest, bytes_needed Needed, bytes_available Available,
           weights W, code C, activations A, temporaries T, exchange E>
@@ -58,6 +60,14 @@ template <numerator Num, denominator Den>
 struct available_memory_proportion_must_be_in_0_1 {
   static_assert(Num.value > 0 && Den.value > 0 && Num.value <= Den.value,
                 "ipu: options::available_memory_proportion must be a ratio in (0, 1], e.g. {3, 10}");
+  static constexpr bool value = false;
+};
+
+template <bytes_per_tile Bytes, alignment Alignment>
+struct tile_bytes_must_be_a_multiple_of_the_alignment {
+  static_assert(Bytes.value % Alignment.value == 0,
+                "ipu: a target's chip_spec::bytes_per_tile must be a multiple of ipu::buffer_alignment, as every "
+                "buffer of a tile image starts at a multiple of it");
   static constexpr bool value = false;
 };
 
@@ -92,6 +102,8 @@ consteval bool report_plan_error() {
   } else if constexpr (E.kind == plan_error_kind::ipu_outside_system) {
     constexpr auto layer = diag::in_layer<Path.length + 1>{Path};
     return diag::ipu_index_outside_system<layer, diag::ipu_index{E.x}, diag::ipus_in_target{E.y}>::value;
+  } else if constexpr (E.kind == plan_error_kind::tile_bytes_not_aligned) {
+    return diag::tile_bytes_must_be_a_multiple_of_the_alignment<diag::bytes_per_tile{E.x}, diag::alignment{E.y}>::value;
   } else {
     return diag::available_memory_proportion_must_be_in_0_1<diag::numerator{E.x}, diag::denominator{E.y}>::value;
   }

@@ -68,10 +68,14 @@ struct memory_bytes {
 /// The plan of one IPU.
 struct ipu_memory {
   std::int64_t capacity = 0;     ///< bytes per tile
-  std::int64_t peak = 0;         ///< most bytes on any tile at any step
-  int peak_tile = -1;            ///< the tile of the peak (lowest on a tie)
-  int peak_step = -1;            ///< the node running at the peak (earliest on a tie); -1: no node
-  memory_bytes at_peak{};        ///< the peak tile's bytes at the peak step, by category
+  /// The highest byte the plan's allocation reaches on any tile: what must fit. At least the
+  /// most bytes in use on any tile at any step; the rest is alignment and gaps between buffers.
+  std::int64_t peak = 0;
+  int peak_tile = -1;            ///< the tile of the peak (lowest of those reaching it first)
+  /// The step allocating the buffer that reaches the peak (for a copy from another IPU, the
+  /// first step of this IPU after it arrives); -1 if the peak is always-live memory.
+  int peak_step = -1;
+  memory_bytes at_peak{};        ///< the peak tile's bytes in use at the peak step, by category
   /// Summed over the IPU's tiles: weights and code; for the not-always-live categories, the
   /// largest sum over the IPU's steps.
   memory_bytes totals{};
@@ -79,21 +83,24 @@ struct ipu_memory {
   int nodes = 0;                 ///< nodes placed on the IPU
   std::int64_t cycles = 0;       ///< estimated cycles of the IPU's steps
   bool fits = true;              ///< `peak <= capacity`
+  /// Bytes of the peak that no buffer uses at the peak step: alignment and gaps.
+  constexpr std::int64_t unused_at_peak() const noexcept { return peak - at_peak.total(); }
 };
 
 /// What makes a graph unplannable on a target: `none` (it is plannable), `ipu_outside_system`
-/// (a node is placed with `on<I>` on an IPU the target does not have) or `bad_memory_proportion`
-/// (`options::available_memory_proportion` is not in (0, 1]).
-enum class plan_error_kind : std::uint8_t { none, ipu_outside_system, bad_memory_proportion };
+/// (a node is placed with `on<I>` on an IPU the target does not have), `bad_memory_proportion`
+/// (`options::available_memory_proportion` is not in (0, 1]) or `tile_bytes_not_aligned` (the
+/// chip's `bytes_per_tile` is not a multiple of `buffer_alignment`).
+enum class plan_error_kind : std::uint8_t { none, ipu_outside_system, bad_memory_proportion, tile_bytes_not_aligned };
 
 /// Why a graph cannot be planned on a target, with the numbers its compile-time diagnostic
 /// prints (`diagnostics.hpp`).
 struct plan_error {
   plan_error_kind kind = plan_error_kind::none;  ///< the error; `none` when the plan is valid
   int node = -1;   ///< the node at fault; -1 when no node is (`bad_memory_proportion`)
-  /// `x`: the node's IPU index (`ipu_outside_system`) or the ratio's numerator
-  /// (`bad_memory_proportion`).
-  std::int64_t x = 0, y = 0;  ///< `y`: the target's number of IPUs, or the ratio's denominator
+  /// `x`: the node's IPU index (`ipu_outside_system`), the ratio's numerator
+  /// (`bad_memory_proportion`) or the bytes per tile (`tile_bytes_not_aligned`).
+  std::int64_t x = 0, y = 0;  ///< `y`: the target's number of IPUs, the ratio's denominator, or the alignment
 };
 
 }  // namespace ipu

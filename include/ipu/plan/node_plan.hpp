@@ -22,6 +22,16 @@ struct step_cycles {
   constexpr bool operator==(const step_cycles&) const = default;
 };
 
+/// Where a step's transient buffers are on every tile of its IPU, in bytes from the tile's
+/// dynamic base (`plan::dynamic_base`); -1 for a buffer the step does not have.
+struct step_buffers {
+  std::int64_t temporaries = -1;  ///< the partial sums
+  std::int64_t exchange = -1;     ///< the received windows, weights and operands
+  std::int64_t send = -1;         ///< the send buffer of an output read on another IPU
+  /// Equal offsets.
+  constexpr bool operator==(const step_buffers&) const = default;
+};
+
 /// The plan of one node: where its tensors live and what its step needs.
 struct node_plan {
   tensor_mapping output{};  ///< the output on the node's IPU
@@ -36,6 +46,7 @@ struct node_plan {
   transient_bytes transient_max{};    ///< transients of the fullest tile
   bool over_bound = false;            ///< no split met the bound: the memory-minimising one is used
   step_cycles cycles{};               ///< the step's estimated cycles
+  step_buffers buffers{};             ///< where its transients are on each tile (`plan/allocation.hpp`)
   int fused_into = -1;  ///< fast mode: the convolution whose epilogue computes this node, or -1
   int fused_end = -1;   ///< fast mode, for a node computing its own step: the last node its epilogue computes
 };

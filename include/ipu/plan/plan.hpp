@@ -14,16 +14,19 @@
 ///     last reader on that IPU), and the transients of step `s` (`model.hpp`), plus a send buffer
 ///     when the step's output is read on another IPU.
 ///
-/// A tile's peak is its most bytes over the steps; an IPU's peak is the largest tile peak. The
-/// IPU's peak is found exactly without visiting every tile at every step: a step's bound (the
-/// sum of each term's largest tile) orders the steps, the tiles of a step are visited only
-/// while its bound can beat the best peak found, and steps that hold the same mappings (the
-/// repeated blocks of a network) are visited once.
+/// The plan is also the allocation (`allocation.hpp`): it gives every buffer its offset on
+/// every tile, and the faithful executor places each buffer there. A tile's peak is the
+/// highest byte its buffers reach, which is at least its most bytes in use at any step
+/// (`usage`): buffers are aligned, and one buffer's room serves its fullest tile. An IPU's peak
+/// is the largest tile peak; it is what must fit. It is found without visiting every tile for
+/// every buffer: buffers are visited from the highest down while one can still beat the best
+/// peak found.
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/ops/registry.hpp>
+#include <ipu/plan/allocation.hpp>
 #include <ipu/plan/cycles.hpp>
 #include <ipu/plan/liveness.hpp>
 #include <ipu/plan/diagnostics.hpp>
@@ -38,6 +41,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -58,6 +62,10 @@ struct plan {
   /// `held[i][j]`: the last step node `j`'s output (on its own IPU) or a copy of it (on another)
   /// is held on IPU `i`; -1 if never.
   std::array<std::array<int, N>, static_cast<std::size_t>(Ipus)> held{};
+  /// `activation_offset[i][j]`: the offset of node `j`'s output (or of its copy) on every tile of
+  /// IPU `i`, in bytes from the tile's dynamic base (`dynamic_base`); -1 where `i` never holds
+  /// it. The offsets of a step's transients are its `node_plan::buffers`.
+  std::array<std::array<std::int64_t, N>, static_cast<std::size_t>(Ipus)> activation_offset{};
   /// The memory plan of each IPU, indexed by IPU.
   std::array<ipu_memory, static_cast<std::size_t>(Ipus)> ipus{};
   int warnings = 0;   ///< nodes whose transients exceed the available memory proportion
@@ -130,6 +138,38 @@ struct plan {
     }
     return m;
   }
+  /// The always-live region of `tile` on IPU `ipu` (`lay_out_always_live`): calls
+  /// `place(j, w, offset)` for weight tensor `w` of each node `j` on the IPU, and returns the
+  /// tile's dynamic base.
+  template <class Place>
+  constexpr std::int64_t always_layout(int ipu, int tile, Place&& place) const {
+    return lay_out_always_live(std::span<const node>(*table), std::span<const node_plan>(nodes), ipu, tile,
+                               always_live_on(ipu, tile).code, place);
+  }
+  /// Where the dynamic region of `tile` on IPU `ipu` starts: the end of its always-live region.
+  constexpr std::int64_t dynamic_base(int ipu, int tile) const {
+    return always_layout(ipu, tile, [](int, int, std::int64_t) {});
+  }
+  /// One past the highest byte of `tile` on IPU `ipu` that any buffer of the plan reaches (its
+  /// aligned size from its offset). The largest over the tiles is the IPU's `ipu_memory::peak`.
+  constexpr std::int64_t extent_on(int ipu, int tile) const {
+    const std::int64_t base = dynamic_base(ipu, tile);
+    std::int64_t extent = base;
+    const auto reach = [&](std::int64_t offset, std::int64_t bytes) {
+      if (bytes > 0) extent = std::max(extent, base + offset + aligned(bytes));
+    };
+    for (int j = 0; j < static_cast<int>(N); ++j) {
+      if (held_to(ipu, j) >= j) reach(activation_offset[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)], activation_bytes_on(ipu, j, tile));
+      if (at(j).ipu != ipu) continue;
+      const node_plan& p = plan_of(j);
+      const transient_bytes t = transient_on(p.step, p.work.units.elements_on(tile));
+      reach(p.buffers.temporaries, t.temporaries);
+      reach(p.buffers.exchange, t.exchange);
+      if (p.sends) reach(p.buffers.send, p.copy.elements_on(tile) * size_of(at(j).type));
+    }
+    return extent;
+  }
+
   /// Bytes of `tile` on IPU `ipu` while step `step` runs there, by category.
   constexpr memory_bytes usage(int ipu, int tile, int step) const noexcept {
     memory_bytes m = always_live_on(ipu, tile);
@@ -142,34 +182,11 @@ struct plan {
 
 namespace detail {
 
-/// One term of a step's memory on a tile: `bytes` times the elements `mapping` puts there.
-struct live_term {
+/// Weight tensors of one mapping and element size: `count` tensors of `bytes` per element.
+struct weight_term {
   tensor_mapping mapping{};
   std::int64_t bytes = 0;
-  constexpr bool operator==(const live_term&) const = default;
-};
-
-/// Adds `bytes x mapping` to `terms[0, count)`, merging equal mappings.
-template <std::size_t M>
-constexpr void add_term(std::array<live_term, M>& terms, int& count, const tensor_mapping& m, std::int64_t bytes) {
-  if (bytes == 0 || m.tiles() == 0) return;
-  for (int k = 0; k < count; ++k)
-    if (terms[static_cast<std::size_t>(k)].mapping == m) {
-      terms[static_cast<std::size_t>(k)].bytes += bytes;
-      return;
-    }
-  terms[static_cast<std::size_t>(count++)] = {m, bytes};
-}
-
-/// What a step holds besides the always-live bytes, in a form two steps can be compared by.
-template <std::size_t M>
-struct step_signature {
-  std::array<live_term, M> live{};
   int count = 0;
-  step_model step{};
-  tensor_mapping work{};
-  live_term send{};
-  constexpr bool operator==(const step_signature&) const = default;
 };
 
 /// Plans node `j`: every output starts mapped element by element, then its op plans its step
@@ -195,51 +212,77 @@ consteval void place_node(plan<N, Ipus>& p, int j) {
   np.transient_max = transient_on(np.step, np.work.units.max_elements_per_tile());
 }
 
+/// Calls `f(tile, units)` for each tile holding units of `u`, in ascending order.
+template <class F>
+constexpr void for_each_part(const linear_mapping& u, F&& f) {
+  for (std::int64_t part = 0; part < u.parts; ++part)
+    f(u.first_tile + static_cast<int>(part), u.end(part) - u.begin(part));
+}
+
 /// Adds `bytes` per element of `m` to `acc`, tile by tile (one pass over its parts).
 template <std::size_t T>
 constexpr void accumulate(std::array<std::int64_t, T>& acc, const tensor_mapping& m, std::int64_t bytes) noexcept {
   const linear_mapping& u = m.units;
   if (u.parts == 0) return;
+  std::int64_t* a = acc.data() + u.first_tile;
   const std::int64_t per_grain = u.grain * m.unit_elements * bytes;
   std::int64_t prev = 0;
   for (std::int64_t part = 0; part < u.parts; ++part) {
     const std::int64_t next = (part + 1) * u.grains / u.parts;
-    acc[static_cast<std::size_t>(part)] += (next - prev) * per_grain;
+    a[part] += (next - prev) * per_grain;
     prev = next;
   }
-  acc[static_cast<std::size_t>(u.parts - 1)] -= (u.grains * u.grain - u.elements) * m.unit_elements * bytes;
+  a[u.parts - 1] -= (u.grains * u.grain - u.elements) * m.unit_elements * bytes;
 }
 
-/// Adds the transients of `step` on the tiles of `work` to `acc`.
+/// Adds to `acc` what aligning each tile's share of `m` (`bytes` per element) to
+/// `buffer_alignment` adds, `count` times. When a grain is a whole number of aligned units,
+/// only the last part can end off the alignment.
 template <std::size_t T>
-constexpr void accumulate_transients(std::array<std::int64_t, T>& acc, const step_model& step,
-                                     const tensor_mapping& work) noexcept {
-  const linear_mapping& u = work.units;
-  if (step.kind == step_kind::none || u.parts == 0) return;
-  std::int64_t prev = 0, cached_units = -1, cached_bytes = 0;
-  for (std::int64_t part = 0; part < u.parts; ++part) {
-    const std::int64_t next = (part + 1) * u.grains / u.parts;
-    const std::int64_t units = part + 1 == u.parts ? u.elements - prev * u.grain : (next - prev) * u.grain;
-    if (units != cached_units) cached_units = units, cached_bytes = transient_on(step, units).total();
-    acc[static_cast<std::size_t>(part)] += cached_bytes;
-    prev = next;
+constexpr void accumulate_padding(std::array<std::int64_t, T>& acc, const tensor_mapping& m, std::int64_t bytes,
+                                  int count) noexcept {
+  const linear_mapping& u = m.units;
+  if (u.parts == 0) return;
+  const auto pad = [&](std::int64_t units) {
+    const std::int64_t b = units * m.unit_elements * bytes;
+    return count * (aligned(b) - b);
+  };
+  if (u.grain * m.unit_elements * bytes % buffer_alignment == 0) {
+    acc[static_cast<std::size_t>(u.first_tile + u.parts - 1)] += pad(u.end(u.parts - 1) - u.begin(u.parts - 1));
+    return;
   }
+  for_each_part(u, [&](int tile, std::int64_t units) { acc[static_cast<std::size_t>(tile)] += pad(units); });
 }
 
-/// The plan of IPU `ipu`: always-live bytes per tile, totals, and the exact peak.
+/// The dynamic buffers of IPU `ipu` and their offsets: what `plan_ipu` adds to a plan.
+template <std::size_t N>
+struct ipu_allocation {
+  ipu_memory memory{};
+  std::array<std::int64_t, N> activation{};  ///< offset of each node's output (or copy); -1 if not held
+  std::array<step_buffers, N> steps{};       ///< offsets of the transients of each step on the IPU
+};
+
+/// The plan of IPU `ipu`: always-live bytes per tile, totals, the offsets of its dynamic
+/// buffers (`pack`), and its peak: the highest byte the allocation reaches on any tile.
 template <std::size_t N, int Ipus, int Tiles>
-consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
+consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
   constexpr std::size_t T = static_cast<std::size_t>(Tiles);
-  ipu_memory im;
+  ipu_allocation<N> result;
+  ipu_memory& im = result.memory;
   im.capacity = p.chip.bytes_per_tile;
   const auto mapping_on_ipu = [&](int j) -> const tensor_mapping& {
     return p.at(j).ipu == ipu ? p.plan_of(j).output : p.plan_of(j).copy;
   };
+  const auto first_step_on_ipu = [&](int j) {  // a copy arrives while its producer runs elsewhere
+    while (p.at(j).ipu != ipu) ++j;
+    return j;
+  };
 
-  // Always live: weights (each distinct mapping once) and code (a difference array over tiles).
-  std::array<std::int64_t, T> always{};
+  // Always live: code (a difference array over tiles), then the weights (each distinct
+  // mapping once). `base[t]` is tile t's dynamic base.
+  std::array<std::int64_t, T> base{}, always{};
   std::array<std::int64_t, T + 1> code_steps{};
-  std::array<live_term, 2 * N + 1> distinct{};
+  std::array<weight_term, 2 * N + 1> distinct{};
   int distinct_count = 0;
   for (int j = 0; j < static_cast<int>(N); ++j) {
     if (p.at(j).ipu != ipu) continue;
@@ -249,34 +292,50 @@ consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
     for (int w = 0; w < np.weight_tensors; ++w) {
       const tensor_mapping& m = np.weights[static_cast<std::size_t>(w)];
       const std::int64_t bytes = np.weight_bytes[static_cast<std::size_t>(w)];
-      add_term(distinct, distinct_count, m, bytes);
       im.totals.weights += m.elements() * bytes;
+      int k = 0;
+      while (k < distinct_count && !(distinct[static_cast<std::size_t>(k)].mapping == m && distinct[static_cast<std::size_t>(k)].bytes == bytes)) ++k;
+      if (k == distinct_count) distinct[static_cast<std::size_t>(distinct_count++)] = {m, bytes, 0};
+      ++distinct[static_cast<std::size_t>(k)].count;
     }
     const std::int64_t per_step = p.step_code_on(j, 0);
     code_steps[0] += per_step;
     code_steps[static_cast<std::size_t>(std::min(Tiles, np.work.tiles()))] -= per_step;
   }
-  for (int k = 0; k < distinct_count; ++k)
-    accumulate(always, distinct[static_cast<std::size_t>(k)].mapping, distinct[static_cast<std::size_t>(k)].bytes);
+  for (int k = 0; k < distinct_count; ++k) {
+    const weight_term& w = distinct[static_cast<std::size_t>(k)];
+    accumulate(always, w.mapping, w.count * w.bytes);
+    accumulate_padding(base, w.mapping, w.bytes, w.count);
+  }
   const std::int64_t fixed_code = p.shared_code_on(ipu);
-  std::int64_t running = 0;
+  std::int64_t running = 0, max_base = 0;
   for (std::size_t t = 0; t < T; ++t) {
     running += code_steps[t];
     im.totals.code += fixed_code + running;
+    base[t] += always[t] + aligned(fixed_code + running);
     always[t] += fixed_code + running;
     im.max_always_live = std::max(im.max_always_live, always[t]);
+    max_base = std::max(max_base, base[t]);
   }
 
-  // Not always live: a bound per step (the sum of each term's fullest tile), and the sums
-  // over tiles; live sets are kept incrementally, so this is one pass over the steps.
-  struct candidate {
-    std::int64_t bound = 0;
-    int step = 0;
-  };
-  std::array<candidate, N> order{};
-  std::array<std::int64_t, N> dies_max{}, dies_total{};
-  std::int64_t live_max = 0, live_total = 0;
+  // Not always live: the IPU's totals, and the dynamic buffers to place: each output (or
+  // copy) held on the IPU, and each step's scratch (temporaries, exchange, send buffer).
+  std::array<buffer_request, 2 * N> requests{};
+  std::array<int, 2 * N> owner{};  // the node of each request; -1 - node for a step's scratch
   int count = 0;
+  const auto request = [&](int owned_by, int first, int last, std::int64_t bytes) {
+    if (bytes <= 0) return;
+    requests[static_cast<std::size_t>(count)] = {first, last, bytes};
+    owner[static_cast<std::size_t>(count++)] = owned_by;
+  };
+  // A step's scratch: temporaries, then exchange, then send buffer, each with its fullest tile's room.
+  const auto scratch = [&](int s) {
+    const node_plan& np = p.plan_of(s);
+    const std::int64_t send = np.sends ? aligned(np.copy.max_elements_per_tile() * size_of(p.at(s).type)) : 0;
+    return std::array<std::int64_t, 3>{aligned(np.transient_max.temporaries), aligned(np.transient_max.exchange), send};
+  };
+  std::array<std::int64_t, N> dies_total{};
+  std::int64_t live_total = 0;
   const auto tile_sum = [](const step_model& step, const linear_mapping& u, bool temporaries) {
     if (u.parts == 0) return std::int64_t{0};
     const auto f = [&](std::int64_t units) {
@@ -289,98 +348,105 @@ consteval ipu_memory plan_ipu(const plan<N, Ipus>& p, int ipu) {
     return big * f((q + 1) * u.grain) + small * f(q * u.grain) + f(last);
   };
   for (int s = 0; s < static_cast<int>(N); ++s) {
+    const std::int64_t bytes = size_of(p.at(s).type);
     if (p.held_to(ipu, s) >= s) {
       const tensor_mapping& m = mapping_on_ipu(s);
-      const std::int64_t bytes = size_of(p.at(s).type);
-      live_max += m.max_elements_per_tile() * bytes;
+      request(s, s, p.held_to(ipu, s), aligned(m.max_elements_per_tile() * bytes));
       live_total += m.elements() * bytes;
-      dies_max[static_cast<std::size_t>(p.held_to(ipu, s))] += m.max_elements_per_tile() * bytes;
       dies_total[static_cast<std::size_t>(p.held_to(ipu, s))] += m.elements() * bytes;
     }
     if (p.at(s).ipu == ipu) {
       const node_plan& np = p.plan_of(s);
-      const std::int64_t bytes = size_of(p.at(s).type);
-      const std::int64_t send = np.sends ? np.copy.max_elements_per_tile() * bytes : 0;
-      order[static_cast<std::size_t>(count++)] = {im.max_always_live + live_max + np.transient_max.total() + send, s};
+      const std::array<std::int64_t, 3> parts = scratch(s);
+      request(-1 - s, s, s, parts[0] + parts[1] + parts[2]);
       im.totals.activations = std::max(im.totals.activations, live_total);
       im.totals.temporaries = std::max(im.totals.temporaries, tile_sum(np.step, np.work.units, true));
       im.totals.exchange =
           std::max(im.totals.exchange, tile_sum(np.step, np.work.units, false) +
                                            (np.sends ? np.copy.elements() * bytes : 0));
     }
-    live_max -= dies_max[static_cast<std::size_t>(s)];
     live_total -= dies_total[static_cast<std::size_t>(s)];
   }
-  std::sort(order.begin(), order.begin() + count, [](const candidate& a, const candidate& b) {
-    return a.bound != b.bound ? a.bound > b.bound : a.step < b.step;
-  });
+  const std::array<std::int64_t, 2 * N> offset = pack(requests, count);
+  result.activation.fill(-1);
+  for (int k = 0; k < count; ++k) {
+    const int o = owner[static_cast<std::size_t>(k)];
+    const std::int64_t at = offset[static_cast<std::size_t>(k)];
+    if (o >= 0) {
+      result.activation[static_cast<std::size_t>(o)] = at;
+      continue;
+    }
+    const int s = -1 - o;
+    const node_plan& np = p.plan_of(s);
+    const std::array<std::int64_t, 3> parts = scratch(s);
+    step_buffers& sb = result.steps[static_cast<std::size_t>(s)];
+    if (np.transient_max.temporaries > 0) sb.temporaries = at;
+    if (np.transient_max.exchange > 0) sb.exchange = at + parts[0];
+    if (np.sends) sb.send = at + parts[0] + parts[1];
+  }
 
-  // Exact peaks, in the order of the bounds, until no bound can beat the best peak. Steps
-  // holding the same mappings as a visited one (the repeated blocks) reuse its peak.
-  constexpr std::size_t M = 24;  // distinct live mappings a signature holds
-  constexpr std::size_t S = 32;  // signatures remembered
-  std::array<step_signature<M>, S> seen{};
-  std::array<std::int64_t, S> seen_peak{};
-  std::array<int, S> seen_tile{};
-  int seen_count = 0;
-  for (int c = 0; c < count; ++c) {
-    const candidate cand = order[static_cast<std::size_t>(c)];
-    if (im.peak_step >= 0 && (cand.bound < im.peak || (cand.bound == im.peak && cand.step > im.peak_step))) break;
-    const node_plan& np = p.plan_of(cand.step);
-    step_signature<M> sig;
-    bool complete = true;
-    for (int j = 0; j <= cand.step; ++j) {
-      if (p.held_to(ipu, j) < cand.step) continue;
-      if (sig.count == static_cast<int>(M)) {
-        complete = false;
-        break;
-      }
-      add_term(sig.live, sig.count, mapping_on_ipu(j), size_of(p.at(j).type));
+  // The peak: a tile's highest byte is its base plus the top of its highest buffer. Each
+  // buffer is bounded by the highest base among its tiles (mappings start at tile 0) plus its
+  // top; buffers are visited from the highest bound down, while one can still beat the best
+  // peak found.
+  im.peak = max_base;
+  for (std::size_t t = 0; t < T; ++t)
+    if (base[t] == max_base) {
+      im.peak_tile = static_cast<int>(t);
+      break;
     }
-    sig.step = np.step;
-    sig.work = np.work;
-    if (np.sends) sig.send = {np.copy, size_of(p.at(cand.step).type)};
-    std::int64_t peak = -1;
-    int tile = 0;
-    for (int k = 0; complete && k < seen_count; ++k)
-      if (seen[static_cast<std::size_t>(k)] == sig) {
-        peak = seen_peak[static_cast<std::size_t>(k)];
-        tile = seen_tile[static_cast<std::size_t>(k)];
-        break;
-      }
-    if (peak < 0) {
-      std::array<std::int64_t, T> acc = always;
-      if (complete) {
-        for (int k = 0; k < sig.count; ++k)
-          accumulate(acc, sig.live[static_cast<std::size_t>(k)].mapping, sig.live[static_cast<std::size_t>(k)].bytes);
-      } else {
-        for (int j = 0; j <= cand.step; ++j)
-          if (p.held_to(ipu, j) >= cand.step) accumulate(acc, mapping_on_ipu(j), size_of(p.at(j).type));
-      }
-      accumulate_transients(acc, np.step, np.work);
-      accumulate(acc, sig.send.mapping, sig.send.bytes);
-      for (std::size_t t = 0; t < T; ++t)
-        if (acc[t] > peak) peak = acc[t], tile = static_cast<int>(t);
-      if (complete && seen_count < static_cast<int>(S)) {
-        seen[static_cast<std::size_t>(seen_count)] = sig;
-        seen_peak[static_cast<std::size_t>(seen_count)] = peak;
-        seen_tile[static_cast<std::size_t>(seen_count++)] = tile;
-      }
+  std::array<std::int64_t, T> highest_before{};  // highest base of tiles [0, t]
+  for (std::size_t t = 0; t < T; ++t) highest_before[t] = std::max(base[t], t > 0 ? highest_before[t - 1] : 0);
+  const auto highest_base = [&](int first, int end) { return first == 0 ? highest_before[static_cast<std::size_t>(end - 1)] : max_base; };
+  const auto tiles_of = [](const linear_mapping& u) { return std::pair<int, int>{u.first_tile, u.first_tile + static_cast<int>(u.parts)}; };
+  std::array<std::int64_t, 2 * N> keys{};  // bound descending, then request
+  int bounded = 0;
+  for (int k = 0; k < count; ++k) {
+    const int o = owner[static_cast<std::size_t>(k)];
+    const int j = o >= 0 ? o : -1 - o;
+    auto [first, end] = tiles_of(o >= 0 ? mapping_on_ipu(j).units : p.plan_of(j).work.units);
+    if (o < 0 && p.plan_of(j).sends) {
+      const auto [c0, c1] = tiles_of(p.plan_of(j).copy.units);
+      first = std::min(first, c0), end = std::max(end, c1);
     }
-    if (peak > im.peak || (peak == im.peak && (im.peak_step < 0 || cand.step < im.peak_step))) {
-      im.peak = peak;
-      im.peak_tile = tile;
-      im.peak_step = cand.step;
-    }
+    if (first >= end) continue;
+    const std::int64_t bound =
+        highest_base(first, end) + offset[static_cast<std::size_t>(k)] + requests[static_cast<std::size_t>(k)].bytes;
+    if (bound > im.peak) keys[static_cast<std::size_t>(bounded++)] = ((std::int64_t{1} << 46) - bound) << 16 | k;
   }
-  if (im.peak_step < 0) {  // no node on this IPU: its peak is its always-live memory
-    for (std::size_t t = 0; t < T; ++t)
-      if (always[t] > im.peak) im.peak = always[t], im.peak_tile = static_cast<int>(t);
-  } else {
-    im.at_peak = p.usage(ipu, im.peak_tile, im.peak_step);
+  std::sort(keys.begin(), keys.begin() + bounded);
+  for (int c = 0; c < bounded; ++c) {
+    const int k = static_cast<int>(keys[static_cast<std::size_t>(c)] & 0xffff);
+    if ((std::int64_t{1} << 46) - (keys[static_cast<std::size_t>(c)] >> 16) <= im.peak) break;
+    const int o = owner[static_cast<std::size_t>(k)];
+    const int j = o >= 0 ? o : -1 - o;
+    const auto consider = [&](int tile, std::int64_t offset_on_tile, std::int64_t bytes) {
+      const std::int64_t reach = base[static_cast<std::size_t>(tile)] + offset_on_tile + aligned(bytes);
+      if (bytes > 0 && reach > im.peak) im.peak = reach, im.peak_tile = tile, im.peak_step = first_step_on_ipu(j);
+    };
+    const std::int64_t element_bytes = size_of(p.at(j).type);
+    const std::int64_t at = offset[static_cast<std::size_t>(k)];
+    if (o >= 0) {
+      const tensor_mapping& m = mapping_on_ipu(j);
+      for_each_part(m.units, [&](int tile, std::int64_t units) { consider(tile, at, units * m.unit_elements * element_bytes); });
+      continue;
+    }
+    const node_plan& np = p.plan_of(j);
+    const step_buffers& sb = result.steps[static_cast<std::size_t>(j)];
+    std::int64_t cached_units = -1;  // parts hold one of few unit counts
+    transient_bytes tr{};
+    for_each_part(np.work.units, [&](int tile, std::int64_t units) {
+      if (units != cached_units) cached_units = units, tr = transient_on(np.step, units);
+      consider(tile, sb.temporaries, tr.temporaries);
+      consider(tile, sb.exchange, tr.exchange);
+    });
+    if (np.sends)
+      for_each_part(np.copy.units, [&](int tile, std::int64_t units) { consider(tile, sb.send, units * np.copy.unit_elements * element_bytes); });
   }
+  if (im.peak_step >= 0) im.at_peak = p.usage(ipu, im.peak_tile, im.peak_step);
+  else im.at_peak = p.always_live_on(ipu, im.peak_tile);
   im.fits = im.peak <= im.capacity;
-  return im;
+  return result;
 }
 
 /// Fast mode's fusion, with f32 partials (the packed kernels' epilogue): each convolution or
@@ -434,6 +500,11 @@ consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_s
     p.fits = false;
     return p;
   }
+  if (chip.bytes_per_tile % buffer_alignment != 0) {
+    p.error = {plan_error_kind::tile_bytes_not_aligned, -1, chip.bytes_per_tile, buffer_alignment};
+    p.fits = false;
+    return p;
+  }
   for (int j = 0; j < static_cast<int>(N); ++j)
     if (table[static_cast<std::size_t>(j)].ipu >= Ipus) {
       p.error = {plan_error_kind::ipu_outside_system, j, table[static_cast<std::size_t>(j)].ipu, Ipus};
@@ -473,14 +544,18 @@ struct plan_info {
   static constexpr bool valid =
       report_plan_error<base.error, base.error.node >= 0 ? base.at(base.error.node).path : path_string{}>();
   template <int Ipu>
-  static constexpr ipu_memory ipu_plan = plan_ipu<size, Target::ipus, Target::chip.tiles>(base, Ipu);
+  static constexpr ipu_allocation<size> ipu_plan = plan_ipu<size, Target::ipus, Target::chip.tiles>(base, Ipu);
   static constexpr plan<size, Target::ipus> complete = [] {
     if constexpr (!valid) {
       return base;
     } else {
       return []<int... I>(std::integer_sequence<int, I...>) {
         plan<size, Target::ipus> p = base;
-        p.ipus = {ipu_plan<I>...};
+        p.ipus = {ipu_plan<I>.memory...};
+        p.activation_offset = {ipu_plan<I>.activation...};
+        for (int j = 0; j < static_cast<int>(size); ++j)
+          p.nodes[static_cast<std::size_t>(j)].buffers =
+              std::array<step_buffers, Target::ipus>{ipu_plan<I>.steps[static_cast<std::size_t>(j)]...}[static_cast<std::size_t>(p.at(j).ipu)];
         for (const ipu_memory& m : p.ipus) p.fits = p.fits && m.fits;
         return p;
       }(std::make_integer_sequence<int, Target::ipus>{});

@@ -5,8 +5,10 @@
 /// layers whose steps fill a tile the most, and the layers whose transients exceed the
 /// available memory proportion.
 ///
-/// The plan (`plan.hpp`) is computed at compile time and keeps only each IPU's peak; the report
-/// recomputes every tile's peak at run time, in O(T x N) per IPU for T tiles and N nodes: a
+/// The headline peak is the plan's: the highest byte its allocation reaches on any tile, with the
+/// bytes in use there by category (and the alignment and gaps, if any). The plan is computed at
+/// compile time and keeps only each IPU's peak; the report recomputes every tile's most bytes
+/// in use at run time, in O(T x N) per IPU for T tiles and N nodes: a
 /// tile's live activations are carried from step to step rather than summed again at every
 /// step, as `plan::usage` does (which would make it O(T x N^2)).
 
@@ -72,7 +74,7 @@ struct memory_report_t {
   struct ipu_report {
     int ipu = 0;                          ///< the IPU's index in the target
     ipu_memory plan{};                    ///< the plan's figures: capacity, totals, nodes, cycles, peak
-    tile_peak peak{};                     ///< the fullest tile at its peak, as recomputed here
+    tile_peak peak{};                     ///< the tile with the most bytes in use at any step, as recomputed here
     std::vector<tile_peak> tiles;         ///< every tile's peak, indexed by tile
     std::array<int, buckets + 1> histogram{};  ///< tiles per bucket of `peak / capacity` (see `bucket_of`)
     std::vector<tile_peak> fullest;       ///< the fullest tiles, fullest first (lowest tile on a tie)
@@ -197,21 +199,23 @@ inline void print_ipu(std::ostream& os, const memory_report_t& r, const memory_r
   using rep = memory_report_t;
   const ipu_memory& pm = ir.plan;
   const std::int64_t capacity = pm.capacity;
-  const std::int64_t peak = ir.peak.bytes.total();
+  // The headline is the plan's peak: the highest byte its allocation reaches, what must fit.
+  const std::int64_t peak = pm.peak;
   os << "IPU " << ir.ipu << ": " << (peak <= capacity ? "fits" : "does not fit") << "; " << pm.nodes << " nodes, "
      << grouped(pm.cycles) << " cycles (estimated)\n";
 
   // 1. The peak and the IPU's totals.
   os << "  peak " << grouped(peak) << " of " << grouped(capacity) << " bytes (" << percent(peak, capacity)
-     << ") on tile " << ir.peak.tile;
-  if (ir.peak.step >= 0) os << ", during " << r.path_of(ir.peak.step) << " (node " << ir.peak.step << ')';
+     << ") on tile " << pm.peak_tile;
+  if (pm.peak_step >= 0) os << ", during " << r.path_of(pm.peak_step) << " (node " << pm.peak_step << ')';
   if (peak > capacity) os << ": " << grouped(peak - capacity) << " bytes over";
   os << '\n'
-     << "    always live     " << std::setw(12) << grouped(ir.peak.bytes.always_live());
-  print_categories(os, ir.peak.bytes, {memory_category::weights, memory_category::code});
-  os << "\n    not always live " << std::setw(12) << grouped(ir.peak.bytes.not_always_live());
-  print_categories(os, ir.peak.bytes,
+     << "    always live     " << std::setw(12) << grouped(pm.at_peak.always_live());
+  print_categories(os, pm.at_peak, {memory_category::weights, memory_category::code});
+  os << "\n    not always live " << std::setw(12) << grouped(pm.at_peak.not_always_live());
+  print_categories(os, pm.at_peak,
                    {memory_category::activations, memory_category::temporaries, memory_category::exchange});
+  if (pm.unused_at_peak() > 0) os << "\n    alignment and gaps " << std::setw(9) << grouped(pm.unused_at_peak());
   os << "\n  IPU totals (summed over tiles; activations, temporaries, exchange at their largest step):\n   ";
   print_categories(os, pm.totals,
                    {memory_category::weights, memory_category::code, memory_category::activations,

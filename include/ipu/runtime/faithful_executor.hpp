@@ -1,11 +1,13 @@
 #pragma once
 /// \file
 /// `runtime::faithful_executor`: the faithful mode of `ipu::engine`. Every tile owns a memory
-/// image of `bytes_per_tile`. Code and weights are placed first (always live); activations,
-/// temporaries and exchange buffers are allocated first-fit above them (`tile_heap`) when their
-/// step begins and released when their last reader has run. Every buffer has the size the plan
-/// gives it, so a tile's live bytes per category at each step are measured (`measured_usage`)
-/// and can be compared with `plan::usage`.
+/// image of `bytes_per_tile`, and every buffer is placed at the offset the plan gives it
+/// (`plan/allocation.hpp`): code and weights from byte 0 (always live); activations,
+/// temporaries and exchange buffers above the tile's dynamic base, from the step that
+/// allocates them until their last reader has run. Every buffer has the size the plan gives
+/// it, so a tile's live bytes per category at each step are measured (`measured_usage`) and
+/// can be compared with `plan::usage`, and the highest byte reached (`measured_extent`) with
+/// the plan's peak.
 ///
 /// Each step is one BSP superstep on its IPU: an exchange phase that gathers what the step's
 /// vertices read into the exchange buffers of the tiles that work, a sync, a compute phase in
@@ -25,7 +27,6 @@
 #include <ipu/runtime/execution.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
-#include <ipu/runtime/tile_heap.hpp>
 
 #include <algorithm>
 #include <array>
@@ -48,7 +49,8 @@ class faithful_executor {
  public:
   /// Allocates `bytes_per_tile` for every tile of every IPU of `prog` and places code and the
   /// weights `params` (one entry per node); `prog` and `threads` must outlive the executor.
-  /// Throws `execution_error` if a tile has no room for them.
+  /// Throws `execution_error` if the plan places a buffer past a tile's memory (a plan that
+  /// fits never does).
   faithful_executor(const program& prog, const parameter_set& params, team& threads)
       : prog_(prog), team_(threads), tiles_(prog.chip.tiles) {
     std::vector<std::vector<std::vector<T>>> device(params.size());
@@ -60,20 +62,19 @@ class faithful_executor {
     prepare_devices(device);
   }
 
-  /// Sets the batch the input step reads.
-  void begin(const T* input) noexcept { input_ = input; }
-
-  /// Reads the graph's output back from its tiles, in logical order, and releases every
-  /// buffer but the always-live ones for the next batch.
-  void end(T* output) {
-    read_output(output);
-    for (device& d : devices_)
-      for (std::size_t t = 0; t < d.heaps.size(); ++t) {
-        d.heaps[t].truncate(d.always_count[t]);
-        d.live[t] = d.always_live[t];
-      }
+  /// Sets the batch the input step reads, with only the always-live buffers in place (also
+  /// after a batch that failed part way).
+  void begin(const T* input) {
+    input_ = input;
+    for (device& d : devices_) {
+      d.live = d.always_live;
+      std::fill(d.step.begin(), d.step.end(), tile_step{});
+    }
     for (auto& per_ipu : placed_) std::fill(per_ipu.begin(), per_ipu.end(), placement{});
   }
+
+  /// Reads the graph's output back from its tiles, in logical order.
+  void end(T* output) { read_output(output); }
 
   /// The bytes tile `tile` of IPU `ipu` held, by category, while step `step` ran there
   /// (measured from the allocations of the last batch); zero for steps of other IPUs.
@@ -164,8 +165,6 @@ class faithful_executor {
 
   struct device {
     std::unique_ptr<std::byte[]> memory;
-    std::vector<tile_heap> heaps;
-    std::vector<std::size_t> always_count;
     std::vector<memory_bytes> always_live, live;
     std::vector<memory_bytes> trace;      // [step][tile]
     std::vector<std::int64_t> extent;     // per tile: highest byte reached
@@ -184,14 +183,20 @@ class faithful_executor {
     for (int t = static_cast<int>(k); t < tiles; t += static_cast<int>(team_.size())) f(t);
   }
 
-  std::int64_t allocate(int ipu, int tile, std::int64_t bytes, memory_category category, const char* what) {
+  /// Takes `bytes` of `category` at `offset` from the dynamic base of `tile` on `ipu` (from
+  /// byte 0 for always-live buffers, `dynamic = false`); returns the offset in the tile's
+  /// image, or -1 for no bytes.
+  std::int64_t allocate(int ipu, int tile, std::int64_t offset, std::int64_t bytes, memory_category category,
+                        const char* what, bool dynamic = true) {
     if (bytes <= 0) return -1;
     device& d = devices_[static_cast<std::size_t>(ipu)];
-    const std::int64_t at = d.heaps[static_cast<std::size_t>(tile)].allocate(bytes);
-    if (at < 0)
-      throw execution_error("ipu: tile " + std::to_string(tile) + " of IPU " + std::to_string(ipu) + " cannot place " +
-                            std::to_string(bytes) + " bytes of " + what + " (" + std::string(name_of(category)) +
-                            "): its memory is too fragmented or full");
+    const std::int64_t at =
+        offset + (dynamic ? prog_.dynamic_base[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(tile)] : 0);
+    if (offset < 0 || at + bytes > prog_.chip.bytes_per_tile)
+      throw execution_error("ipu: the plan places " + std::to_string(bytes) + " bytes of " + what + " (" +
+                            std::string(name_of(category)) + ") at byte " + std::to_string(at) + " of tile " +
+                            std::to_string(tile) + " of IPU " + std::to_string(ipu) + ", past its " +
+                            std::to_string(prog_.chip.bytes_per_tile) + " bytes");
     memory_bytes& live = d.live[static_cast<std::size_t>(tile)];
     switch (category) {
       case memory_category::weights: live.weights += bytes; break;
@@ -206,9 +211,7 @@ class faithful_executor {
   }
   void release(int ipu, int tile, std::int64_t offset, std::int64_t bytes, memory_category category) {
     if (offset < 0) return;
-    device& d = devices_[static_cast<std::size_t>(ipu)];
-    d.heaps[static_cast<std::size_t>(tile)].release(offset);
-    memory_bytes& live = d.live[static_cast<std::size_t>(tile)];
+    memory_bytes& live = devices_[static_cast<std::size_t>(ipu)].live[static_cast<std::size_t>(tile)];
     (category == memory_category::activations ? live.activations
      : category == memory_category::temporaries ? live.temporaries
                                                 : live.exchange) -= bytes;
@@ -219,8 +222,8 @@ class faithful_executor {
     placement& pl = placed_[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)];
     const tensor_mapping& m = prog_.mapping_on(ipu, j);
     pl.offset[static_cast<std::size_t>(tile)] =
-        allocate(ipu, tile, m.elements_on(tile) * static_cast<std::int64_t>(sizeof(T)), memory_category::activations,
-                 "an activation");
+        allocate(ipu, tile, prog_.activation_offset[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)],
+                 m.elements_on(tile) * static_cast<std::int64_t>(sizeof(T)), memory_category::activations, "an activation");
   }
 
   /// Places code and weights (`params`, each tensor as the tiles store it) on every tile.
@@ -235,34 +238,33 @@ class faithful_executor {
     for (int i = 0; i < prog_.ipus; ++i) {
       device& d = devices_[static_cast<std::size_t>(i)];
       d.memory = std::make_unique<std::byte[]>(static_cast<std::size_t>(bytes * tiles_));
-      d.heaps.assign(static_cast<std::size_t>(tiles_), tile_heap(bytes));
       d.live.assign(static_cast<std::size_t>(tiles_), {});
       d.extent.assign(static_cast<std::size_t>(tiles_), 0);
       d.step.assign(static_cast<std::size_t>(tiles_), {});
       d.trace.assign(static_cast<std::size_t>(prog_.size()) * static_cast<std::size_t>(tiles_), {});
       d.weights.resize(static_cast<std::size_t>(prog_.size()));
-      for (int t = 0; t < tiles_; ++t) {  // code: the plan's bytes, reserved
-        allocate(i, t, prog_.always[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)].code, memory_category::code,
-                 "code");
-      }
-      for (int j = 0; j < prog_.size(); ++j) {
-        if (prog_.at(j).ipu != i) continue;
-        const node_plan& p = prog_.plan_of(j);
-        for (int w = 0; w < p.weight_tensors; ++w) {
-          const tensor_mapping& m = p.weights[static_cast<std::size_t>(w)];
-          placement pl{&m, storage_order{m.elements(), 1, 1, 1}, std::vector<std::int64_t>(static_cast<std::size_t>(tiles_), -1)};
-          const std::vector<T>& values = params[static_cast<std::size_t>(j)][static_cast<std::size_t>(w)];
-          for (int t = 0; t < m.tiles(); ++t) {
-            const std::int64_t count = m.elements_on(t);
-            const std::int64_t at = allocate(i, t, count * static_cast<std::int64_t>(sizeof(T)), memory_category::weights, "weights");
-            pl.offset[static_cast<std::size_t>(t)] = at;
-            std::memcpy(image(i, t) + at, values.data() + m.units.begin(t), static_cast<std::size_t>(count) * sizeof(T));
+      for (int j = 0; j < prog_.size(); ++j)
+        if (prog_.at(j).ipu == i)
+          for (int w = 0; w < prog_.plan_of(j).weight_tensors; ++w) {
+            const tensor_mapping& m = prog_.plan_of(j).weights[static_cast<std::size_t>(w)];
+            d.weights[static_cast<std::size_t>(j)].push_back(
+                {&m, storage_order{m.elements(), 1, 1, 1}, std::vector<std::int64_t>(static_cast<std::size_t>(tiles_), -1)});
           }
-          d.weights[static_cast<std::size_t>(j)].push_back(std::move(pl));
-        }
+      for (int t = 0; t < tiles_; ++t) {  // code (the plan's bytes, reserved), then the weights
+        allocate(i, t, 0, prog_.always[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)].code, memory_category::code,
+                 "code", false);
+        prog_.always_layout(i, t, [&](int j, int w, std::int64_t offset) {
+          placement& pl = d.weights[static_cast<std::size_t>(j)][static_cast<std::size_t>(w)];
+          const std::int64_t count = pl.mapping->elements_on(t);
+          const std::int64_t at = allocate(i, t, offset, count * static_cast<std::int64_t>(sizeof(T)),
+                                           memory_category::weights, "weights", false);
+          if (at < 0) return;
+          pl.offset[static_cast<std::size_t>(t)] = at;
+          const std::vector<T>& values = params[static_cast<std::size_t>(j)][static_cast<std::size_t>(w)];
+          std::memcpy(image(i, t) + at, values.data() + pl.mapping->units.begin(t), static_cast<std::size_t>(count) * sizeof(T));
+        });
       }
       d.always_live = d.live;
-      for (const tile_heap& h : d.heaps) d.always_count.push_back(h.allocations());
     }
   }
 
@@ -365,9 +367,9 @@ class faithful_executor {
     ts.temporaries_bytes = tr.temporaries;
     ts.exchange_bytes = tr.exchange;
     ts.send_bytes = p.sends ? p.copy.elements_on(tile) * static_cast<std::int64_t>(sizeof(T)) : 0;
-    ts.temporaries = allocate(ipu, tile, ts.temporaries_bytes, memory_category::temporaries, "partials");
-    ts.exchange = allocate(ipu, tile, ts.exchange_bytes, memory_category::exchange, "exchange buffers");
-    ts.send = allocate(ipu, tile, ts.send_bytes, memory_category::exchange, "a send buffer");
+    ts.temporaries = allocate(ipu, tile, p.buffers.temporaries, ts.temporaries_bytes, memory_category::temporaries, "partials");
+    ts.exchange = allocate(ipu, tile, p.buffers.exchange, ts.exchange_bytes, memory_category::exchange, "exchange buffers");
+    ts.send = allocate(ipu, tile, p.buffers.send, ts.send_bytes, memory_category::exchange, "a send buffer");
     d.trace[static_cast<std::size_t>(j) * static_cast<std::size_t>(tiles_) + static_cast<std::size_t>(tile)] =
         d.live[static_cast<std::size_t>(tile)];
   }

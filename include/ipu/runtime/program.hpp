@@ -5,6 +5,7 @@
 /// once per graph.
 
 #include <ipu/graph/node.hpp>
+#include <ipu/plan/allocation.hpp>
 #include <ipu/plan/memory.hpp>
 #include <ipu/plan/model.hpp>
 #include <ipu/plan/plan.hpp>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -32,9 +34,14 @@ struct program {
   int ipus = 1;                        ///< \brief IPUs of the target
   /// Always-live bytes the plan gives each tile: `always[ipu][tile]`.
   std::vector<std::vector<memory_bytes>> always;
+  /// `dynamic_base[ipu][tile]`: where the tile's dynamic region starts (`plan::dynamic_base`).
+  std::vector<std::vector<std::int64_t>> dynamic_base;
+  /// `activation_offset[ipu][j]`: node `j`'s output (or copy) on IPU `ipu`, in bytes from each
+  /// tile's dynamic base; -1 where the IPU never holds it (`plan::activation_offset`).
+  std::vector<std::vector<std::int64_t>> activation_offset;
 
   /// Copies plan `p` of a graph of `N` nodes on `Ipus` IPUs, with each tile's always-live
-  /// bytes (`plan::always_live_on`).
+  /// bytes (`plan::always_live_on`) and dynamic base.
   template <std::size_t N, int Ipus>
   static program from(const plan<N, Ipus>& p) {
     program r;
@@ -46,8 +53,13 @@ struct program {
     r.opts = p.opts;
     r.ipus = Ipus;
     r.always.resize(static_cast<std::size_t>(Ipus));
+    r.dynamic_base.resize(static_cast<std::size_t>(Ipus));
     for (int i = 0; i < Ipus; ++i)
-      for (int t = 0; t < p.chip.tiles; ++t) r.always[static_cast<std::size_t>(i)].push_back(p.always_live_on(i, t));
+      for (int t = 0; t < p.chip.tiles; ++t) {
+        r.always[static_cast<std::size_t>(i)].push_back(p.always_live_on(i, t));
+        r.dynamic_base[static_cast<std::size_t>(i)].push_back(p.dynamic_base(i, t));
+      }
+    for (const auto& offsets : p.activation_offset) r.activation_offset.emplace_back(offsets.begin(), offsets.end());
     return r;
   }
 
@@ -67,6 +79,14 @@ struct program {
   }
   /// The storage order of node `j`'s output as held on IPU `ipu` (see `mapping_on`).
   storage_order order_on(int ipu, int j) const noexcept { return storage_order::of(mapping_on(ipu, j), at(j).out); }
+  /// The always-live region of `tile` on IPU `ipu`, as the plan lays it out
+  /// (`lay_out_always_live`): calls `place(j, w, offset)` for each weight tensor; returns the
+  /// tile's dynamic base.
+  template <class Place>
+  std::int64_t always_layout(int ipu, int tile, Place&& place) const {
+    return lay_out_always_live(std::span<const node>(nodes), std::span<const node_plan>(plans), ipu, tile,
+                               always[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(tile)].code, place);
+  }
   /// Whether IPU `ipu` holds a copy of node `j`'s output made on another IPU.
   bool copies(int ipu, int j) const noexcept { return at(j).ipu != ipu && held_to(ipu, j) >= j; }
 };

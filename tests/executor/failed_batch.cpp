@@ -1,0 +1,82 @@
+// A batch that fails part way (an allocation throws) leaves the engine as it was before the
+// batch: the next batch gives the same bits, and faithful mode's measured memory still equals
+// the plan. Every allocation of a batch is made to fail in turn.
+
+#include <catch2/catch.hpp>
+
+#include "support/executor_support.hpp"
+
+#include <ipu/ipu.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+/// Allocations left before the one that throws; negative: none throws. Counts every thread's.
+std::atomic<long> allocations_before_failure{-1};
+/// Allocations made, while counting.
+std::atomic<long> allocations_made{0};
+
+}  // namespace
+
+// The global allocation functions of this test program: malloc and free, with a failure on
+// demand. The other forms (arrays, sized and nothrow) call these. Not inlined, so that the
+// compiler pairs each `new` with a `delete`, not with the `free` inside it.
+[[gnu::noinline]] void* operator new(std::size_t bytes) {
+  allocations_made.fetch_add(1, std::memory_order_relaxed);
+  if (allocations_before_failure.load(std::memory_order_relaxed) >= 0 &&
+      allocations_before_failure.fetch_sub(1, std::memory_order_relaxed) == 0)
+    throw std::bad_alloc();
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void* operator new[](std::size_t bytes) { return operator new(bytes); }
+[[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace nn = ipu::nn;
+
+namespace {
+
+constexpr auto net = ipu::input<ipu::f16, 2, 8, 8, 8>
+    | nn::conv<16, 3, 1> | nn::batch_norm | nn::relu
+    | nn::residual(nn::conv<16, 1> | nn::batch_norm | nn::relu | nn::conv<16, 3, 1, 4> | nn::batch_norm)
+    | nn::relu | ipu::on<1>(nn::max_pool<3, 2> | nn::global_avg_pool | nn::dense<10>);
+using net_t = decltype(net);
+using target = ipu_test::small_target<16, 2>;
+
+}  // namespace
+
+TEST_CASE("after a batch that fails at any allocation, the next batch is as if it had not run") {
+  const auto w = ipu::weights<net_t>::random(3);
+  const auto x = ipu_test::random_input<net_t>(4);
+  for (auto mode : {ipu::execution_mode::fast, ipu::execution_mode::faithful}) {
+    ipu::engine<net_t, target> e{w, {mode, 2}};
+    const auto expected = e.infer(x);
+    ipu::output_tensor_t<net_t> y;
+    allocations_made = 0;
+    e.infer(x, y);
+    const long per_batch = allocations_made.load();
+    INFO((mode == ipu::execution_mode::fast ? "fast" : "faithful") << " mode, " << per_batch << " allocations per batch");
+    CHECK(per_batch > 0);
+    long failed = 0;
+    for (long k = 0; k < per_batch; ++k) {
+      INFO("allocation " << k << " fails");
+      allocations_before_failure = k;
+      try {
+        e.infer(x, y);
+      } catch (const std::bad_alloc&) {
+        ++failed;
+      }
+      allocations_before_failure = -1;
+      const auto again = e.infer(x);
+      REQUIRE(ipu_test::same_bits(again, expected));
+      if (mode == ipu::execution_mode::faithful) ipu_test::check_memory_matches_plan(e);
+    }
+    CHECK(failed == per_batch);
+  }
+}

@@ -18,7 +18,8 @@
 namespace ipu {
 
 /// A host tensor of `T` with the static extents `Dims...` (row-major, last extent innermost).
-/// Owns its storage; copyable and movable; zero-initialised.
+/// Owns its storage; copyable and movable (a moved-from tensor has no storage until a tensor
+/// or `assign`ed values replace it); zero-initialised.
 ///
 /// \tparam T     element type, `ipu::f32` or `ipu::f16`
 /// \tparam Dims  extents, outermost first; at least one, each positive
@@ -45,11 +46,12 @@ class tensor {
   explicit tensor(std::span<const T> values) : tensor() { assign(values); }
 
   /// Copies `values` in; throws `std::invalid_argument` unless there are exactly `elements`.
+  /// Gives a moved-from tensor storage again.
   void assign(std::span<const T> values) {
     if (static_cast<std::int64_t>(values.size()) != elements)
       throw std::invalid_argument("ipu::tensor: " + std::to_string(values.size()) + " values given, the tensor " +
                                   shape_string() + " holds " + std::to_string(elements));
-    std::copy(values.begin(), values.end(), data_.begin());
+    data_.assign(values.begin(), values.end());
   }
 
   /// Pointer to the first of the `elements` contiguous elements, in row-major order.
@@ -86,10 +88,14 @@ class tensor {
   const T& operator()(I... i) const noexcept {
     return data_[offset({static_cast<std::int64_t>(i)...})];
   }
-  /// Element at the multi-index `i...`; throws `std::out_of_range` outside the extents.
+  /// Element at the multi-index `i...`; throws `std::out_of_range` outside the extents, or
+  /// if the tensor has no storage (it was moved from).
   template <std::integral... I>
     requires(sizeof...(I) == rank)
   T& at(I... i) {
+    if (data_.empty())
+      throw std::out_of_range("ipu::tensor: at() on a tensor " + shape_string() +
+                              " that has no storage (was it moved from?)");
     const std::array<std::int64_t, rank> index{static_cast<std::int64_t>(i)...};
     for (std::size_t k = 0; k < rank; ++k)
       if (index[k] < 0 || index[k] >= extents[k])

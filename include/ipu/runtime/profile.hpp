@@ -17,6 +17,7 @@
 /// across IPUs, throughput is set by the busiest IPU (`pipelined_images_per_second`).
 
 #include <ipu/core/fixed_string.hpp>
+#include <ipu/core/json.hpp>
 #include <ipu/core/stream_state.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/plan.hpp>
@@ -160,11 +161,13 @@ class profile {
   }
 
   /// The profile as JSON: the target, the model's totals, the measured figures, one object
-  /// per IPU and one per step.
+  /// per IPU and one per step. Names (the target's, the layer paths) are JSON strings,
+  /// escaped as RFC 8259 requires.
   void write_json(std::ostream& os) const {
+    using detail::json_string;
     const detail::stream_state keep(os);
-    os << std::setprecision(9) << "{\n  \"target\": \"" << target_ << "\",\n  \"mode\": \"" << mode_
-       << "\",\n  \"batch_size\": " << batch_ << ",\n  \"clock_hz\": " << clock_hz_
+    os << std::setprecision(9) << "{\n  \"target\": " << json_string{target_} << ",\n  \"mode\": "
+       << json_string{mode_} << ",\n  \"batch_size\": " << batch_ << ",\n  \"clock_hz\": " << clock_hz_
        << ",\n  \"cycles_per_batch\": " << cycles_per_batch()
        << ",\n  \"simulated_seconds_per_batch\": " << simulated_seconds_per_batch()
        << ",\n  \"simulated_images_per_second\": " << simulated_images_per_second()
@@ -181,10 +184,11 @@ class profile {
     os << "\n  ],\n  \"steps\": [";
     for (std::size_t j = 0; j < steps_.size(); ++j) {
       const step_profile& s = steps_[j];
-      os << (j ? "," : "") << "\n    {\"node\": " << s.node << ", \"path\": \"" << s.path.view() << "\", \"op\": \""
-         << name_of(s.kind) << "\", \"ipu\": " << s.ipu << ", \"compute_cycles\": " << s.compute_cycles
-         << ", \"exchange_cycles\": " << s.exchange_cycles << ", \"sync_cycles\": " << s.sync_cycles
-         << ", \"link_cycles\": " << s.link_cycles << ", \"host_seconds\": " << s.host_seconds << "}";
+      os << (j ? "," : "") << "\n    {\"node\": " << s.node << ", \"path\": " << json_string{s.path.view()}
+         << ", \"op\": " << json_string{name_of(s.kind)} << ", \"ipu\": " << s.ipu
+         << ", \"compute_cycles\": " << s.compute_cycles << ", \"exchange_cycles\": " << s.exchange_cycles
+         << ", \"sync_cycles\": " << s.sync_cycles << ", \"link_cycles\": " << s.link_cycles
+         << ", \"host_seconds\": " << s.host_seconds << "}";
     }
     os << "\n  ]\n}\n";
   }

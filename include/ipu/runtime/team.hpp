@@ -10,31 +10,44 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ipu::runtime {
+
+/// Starts a thread that runs `body` and returns it, as `std::thread(std::move(body))` does
+/// (the default); throws `std::system_error` if it cannot. A team takes one, so that a
+/// failure to start a thread can be tested.
+using thread_starter = std::function<std::thread(std::function<void()> body)>;
 
 /// A fixed set of host threads that run one phase of a BSP step together: the calling thread
 /// and `size() - 1` workers that wait between phases. Not copyable; `run` is called by one
 /// thread at a time.
 class team {
  public:
-  /// `threads` host threads (0: one per hardware thread).
-  explicit team(unsigned threads = 0)
+  /// `threads` host threads (0: one per hardware thread), the workers started by `start`
+  /// (empty: `std::thread`). If a worker cannot start, stops and joins those already started,
+  /// then rethrows the error (`std::system_error` from `std::thread`).
+  explicit team(unsigned threads = 0, const thread_starter& start = {})
       : size_(threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency())),
         start_(static_cast<std::ptrdiff_t>(size_)),
         done_(static_cast<std::ptrdiff_t>(size_)) {
     workers_.reserve(size_ - 1);
-    for (unsigned k = 1; k < size_; ++k) workers_.emplace_back([this, k] { work(k); });
+    try {
+      for (unsigned k = 1; k < size_; ++k) {
+        std::function<void()> body = [this, k] { work(k); };
+        workers_.push_back(start ? start(std::move(body)) : std::thread(std::move(body)));
+      }
+    } catch (...) {
+      stop_workers();
+      throw;
+    }
   }
   team(const team&) = delete;
   team& operator=(const team&) = delete;
-  ~team() {
-    stop_ = true;
-    start_.arrive_and_wait();
-    for (std::thread& t : workers_) t.join();
-  }
+  ~team() { stop_workers(); }
 
   /// Threads in the team, the calling thread included; at least 1.
   unsigned size() const noexcept { return size_; }
@@ -51,6 +64,16 @@ class team {
   }
 
  private:
+  /// Ends the workers started so far and joins them. A worker that never started arrives at
+  /// the start barrier through the calling thread.
+  void stop_workers() {
+    stop_ = true;
+    const auto missing = static_cast<std::ptrdiff_t>(size_ - 1 - workers_.size());
+    if (missing > 0) static_cast<void>(start_.arrive(missing));
+    start_.arrive_and_wait();
+    for (std::thread& t : workers_) t.join();
+  }
+
   void work(unsigned k) {
     for (;;) {
       start_.arrive_and_wait();

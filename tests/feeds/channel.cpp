@@ -95,6 +95,44 @@ TEST_CASE("channel: a timed call succeeds as soon as the other side makes room")
   CHECK(x == 2);
 }
 
+TEST_CASE("channel: a timeout or a deadline beyond the clock's range waits as if there were none") {
+  ipu::channel<int, 1> c;
+  // Ends a wait that would never end, so that the test fails instead of hanging.
+  std::jthread watchdog([&](std::stop_token stop) {
+    const auto until = std::chrono::steady_clock::now() + 20s;
+    while (!stop.stop_requested() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+    if (!stop.stop_requested()) c.cancel();
+  });
+  std::jthread producer([&] {
+    for (int i = 1; i <= 4; ++i) {
+      std::this_thread::sleep_for(50ms);  // the consumer most likely waits by now
+      c.push(i);
+    }
+  });
+  int x = 0;
+  CHECK(c.try_pop_for(x, std::chrono::hours::max()));
+  CHECK(x == 1);
+  CHECK(c.try_pop_for(x, std::chrono::duration<double>(1e300)));
+  CHECK(x == 2);
+  CHECK(c.try_pop_until(x, std::chrono::time_point<std::chrono::system_clock, std::chrono::hours>::max()));
+  CHECK(x == 3);
+  CHECK(c.try_consume_until([&](const int& v) { x = v; },
+                            std::chrono::time_point<std::chrono::steady_clock, std::chrono::hours>::max()));
+  CHECK(x == 4);
+  producer.join();
+
+  // The other end of the range: no wait at all.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(c.try_pop_for(x, std::chrono::hours::min()));
+  CHECK_FALSE(c.try_pop_until(x, std::chrono::time_point<std::chrono::system_clock, std::chrono::hours>::min()));
+  CHECK_FALSE(c.try_pop_until(x, std::chrono::steady_clock::time_point::min()));
+  CHECK_FALSE(c.try_pop_for(x, std::chrono::duration<double>(-1e300)));
+  REQUIRE(c.try_push(5));
+  CHECK_FALSE(c.try_push_for(6, std::chrono::hours::min()));
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK_FALSE(c.cancelled());  // the watchdog did not have to step in
+}
+
 TEST_CASE("channel: close ends the stream after every element pushed before it") {
   ipu::channel<int, 4> c;
   for (int i = 0; i < 3; ++i) REQUIRE(c.push(i));

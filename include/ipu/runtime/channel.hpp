@@ -35,6 +35,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <ratio>
 #include <stdexcept>
 #include <stop_token>
 #include <thread>
@@ -68,28 +69,59 @@ namespace detail {
 /// How long a channel call may wait: not at all, until a deadline, or until it can proceed;
 /// a requested stop ends any wait.
 struct wait_limit {
+  using time_point = std::chrono::steady_clock::time_point;
   enum class kind { no_wait, deadline, forever };
   kind how = kind::forever;
-  std::chrono::steady_clock::time_point until{};
+  time_point until{};
   const std::stop_token* stop = nullptr;  // the caller's: no reference count touched per element
 
   static wait_limit none() noexcept { return {kind::no_wait, {}, nullptr}; }
   static wait_limit forever(const std::stop_token& stop) noexcept { return {kind::forever, {}, &stop}; }
+  /// Until `t`, of any clock and duration type (see `saturated`).
   template <class Clock, class Duration>
   static wait_limit deadline(std::chrono::time_point<Clock, Duration> t) {
     if constexpr (std::same_as<Clock, std::chrono::steady_clock>) {
-      return {kind::deadline, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t), nullptr};
+      return at(saturated(time_point{}, t.time_since_epoch()));
     } else {
-      return {kind::deadline,
-              std::chrono::steady_clock::now() +
-                  std::chrono::ceil<std::chrono::steady_clock::duration>(t - Clock::now()),
-              nullptr};
+      // The difference of the two times, where no duration type overflows.
+      using wide = std::chrono::duration<long double, time_point::period>;
+      return at(saturated(std::chrono::steady_clock::now(),
+                          wide(t.time_since_epoch()) - wide(Clock::now().time_since_epoch())));
     }
   }
+  /// For `d` from now, of any duration type (see `saturated`).
   template <class Rep, class Period>
   static wait_limit after(std::chrono::duration<Rep, Period> d) {
-    return {kind::deadline, std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(d),
-            nullptr};
+    return at(saturated(std::chrono::steady_clock::now(), d));
+  }
+
+  /// `t + d` rounded up to the steady clock's ticks, saturated to its range: a time past the
+  /// clock's end (`std::chrono::hours::max()` from now, say) is `time_point::max()`, one before
+  /// its start (or a NaN) `time_point::min()`. The bounds are checked in `long double`, where
+  /// no duration overflows, with a second to spare for its rounding; within them the sum is
+  /// formed exactly where the conversion to ticks is exact.
+  template <class Rep, class Period>
+  static time_point saturated(time_point t, std::chrono::duration<Rep, Period> d) {
+    using ticks = time_point::duration;
+    const std::chrono::duration<long double, ticks::period> wide = d;
+    const long double lowest = static_cast<long double>(time_point::min().time_since_epoch().count());
+    const long double highest = static_cast<long double>(time_point::max().time_since_epoch().count());
+    const long double spare = static_cast<long double>(ticks(std::chrono::seconds(1)).count());
+    const long double end = static_cast<long double>(t.time_since_epoch().count()) + wide.count();
+    if (!(end > lowest + spare && wide.count() > lowest + spare)) return time_point::min();
+    if (!(end < highest - spare && wide.count() < highest - spare)) return time_point::max();
+    using ratio = std::ratio_divide<Period, typename ticks::period>;
+    if constexpr (!std::chrono::treat_as_floating_point_v<Rep> && (ratio::num == 1 || ratio::den == 1)) {
+      return t + std::chrono::ceil<ticks>(d);
+    } else {
+      return t + std::chrono::ceil<ticks>(wide);
+    }
+  }
+
+ private:
+  /// Until `t`; the end of the clock is no deadline.
+  static wait_limit at(time_point t) noexcept {
+    return {t == time_point::max() ? kind::forever : kind::deadline, t, nullptr};
   }
 };
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -307,6 +308,40 @@ TEST_CASE("channel: destroying a channel an attached user holds waits for it and
   c.reset();
   user.join();
   CHECK(what.find("destroyed while in use") != std::string::npos);
+}
+
+TEST_CASE("channel: destroying a channel during a call that is not waiting waits for the call") {
+  auto c = std::make_unique<ipu::channel<std::vector<int>, 1>>();
+  std::atomic<bool> inside = false, destroying = false;
+  // The call holds the slot while the destructor runs: without waiting for it, the destructor
+  // would free the slot under it (AddressSanitizer reports the use after free).
+  const auto hold = [&](const std::vector<int>& slot) {
+    inside = true;
+    while (!destroying) std::this_thread::yield();
+    std::this_thread::sleep_for(20ms);  // time enough for a destructor that does not wait
+    return std::accumulate(slot.begin(), slot.end(), 0);
+  };
+  int sum = 0;
+  bool done = false;
+  std::jthread user;
+  SECTION("the consumer's") {
+    REQUIRE(c->push(std::vector<int>(1000, 7)));
+    user = std::jthread([&, raw = c.get()] { done = raw->consume([&](const std::vector<int>& v) { sum = hold(v); }); });
+  }
+  SECTION("the producer's") {
+    user = std::jthread([&, raw = c.get()] {
+      done = raw->emplace([&](std::vector<int>& v) {
+        v.assign(1000, 7);
+        sum = hold(v);
+      });
+    });
+  }
+  REQUIRE(eventually([&] { return inside.load(); }));
+  destroying = true;
+  c.reset();  // waits until the call has returned
+  user.join();
+  CHECK(done);
+  CHECK(sum == 7000);
 }
 
 TEST_CASE("channel: a channel nobody uses is destroyed at once, full or not") {

@@ -189,13 +189,12 @@ class channel_core {
     return s;
   }
 
-  /// Sets `bit`, with the producer's `error` for `failed`; wakes every waiting side.
+  /// Sets `bit`, with the producer's `error` for `failed`; wakes every waiting side. Notifies
+  /// under the lock, which a destructor must take before it may return.
   void set(state_bit bit, std::exception_ptr error = nullptr) {
-    {
-      std::lock_guard lock(mutex_);
-      if (bit == failed && !(state_.load(std::memory_order_relaxed) & failed)) error_ = std::move(error);
-      state_.fetch_or(bit, std::memory_order_release);
-    }
+    std::lock_guard lock(mutex_);
+    if (bit == failed && !(state_.load(std::memory_order_relaxed) & failed)) error_ = std::move(error);
+    state_.fetch_or(bit, std::memory_order_release);
     wakeup_.notify_all();
   }
 
@@ -251,6 +250,44 @@ class channel_core {
     return ok;
   }
 
+  /// Counts a call of `who` (the producer's or the consumer's) as a user of the channel, from
+  /// here to `end_call`, waits included: the destructor waits for it as for an attached user.
+  /// Throws `channel_error` (and counts nothing) if the channel is being destroyed. The count
+  /// pairs with `destroy()` as `wake` does with `wait`: either the destructor sees the call or
+  /// the call sees `destroyed`; with `process_barrier()` this side needs only a compiler
+  /// barrier. One call per party at a time, as the channel's contract says: the count is
+  /// written without a read-modify-write.
+  void begin_call(party who) {
+    std::atomic<int>& calls = calls_[index(who)].count;
+    unsigned s = 0;
+    if (barrier_) {
+      calls.store(calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      s = state_.load(std::memory_order_acquire);
+    } else {
+      calls.fetch_add(1, std::memory_order_seq_cst);
+      s = state_.load(std::memory_order_seq_cst);
+    }
+    if (s & destroyed) [[unlikely]] {
+      end_call(who);
+      throw channel_error(destroyed_message);
+    }
+  }
+  /// Ends a call counted by `begin_call`: its last touch of the channel. A destructor already
+  /// waiting is woken; one that starts just as the count drops finds it on its next poll.
+  void end_call(party who) noexcept {
+    std::atomic<int>& calls = calls_[index(who)].count;
+    if (state_.load(std::memory_order_acquire) & destroyed) [[unlikely]] {
+      std::lock_guard lock(mutex_);
+      calls.fetch_sub(1, std::memory_order_release);
+      wakeup_.notify_all();
+    } else if (barrier_) {
+      calls.store(calls.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    } else {
+      calls.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
   /// Registers a user that must leave before the channel is destroyed (see `channel_use`).
   void enter() {
     std::lock_guard lock(mutex_);
@@ -264,14 +301,18 @@ class channel_core {
     if (dying) wakeup_.notify_all();
   }
 
-  /// Called first by the owning channel's destructor: if anyone uses the channel, tells them
-  /// and waits until they have left.
+  /// Called first by the owning channel's destructor: if anyone uses the channel (a call in
+  /// progress, an attached user), tells them and waits until they have left.
   void destroy() noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      state_.fetch_or(destroyed, std::memory_order_seq_cst);
+    }
+    if (barrier_) process_barrier();  // pairs with begin_call's compiler barrier
     std::unique_lock lock(mutex_);
-    if (active_ == 0) return;
-    state_.fetch_or(destroyed, std::memory_order_release);
+    if (unused()) return;
     wakeup_.notify_all();
-    wakeup_.wait(lock, [&] { return active_ == 0; });
+    while (!wakeup_.wait_for(lock, destroy_poll, [&] { return unused(); })) {}
   }
 
   /// Whether a thread waits on the channel or a user is attached.
@@ -298,7 +339,13 @@ class channel_core {
     wakeup_.notify_all();
   }
 
-  /// Leaves a wait: the last touch of the object when it is being destroyed.
+  /// Whether no call is in progress and no user attached; called with `mutex_` held.
+  bool unused() const noexcept {
+    return active_ == 0 && calls_[0].count.load(std::memory_order_seq_cst) == 0 &&
+           calls_[1].count.load(std::memory_order_seq_cst) == 0;
+  }
+
+  /// Leaves a wait: it throws if the channel is being destroyed.
   void leave(std::unique_lock<std::mutex>& lock) {
     --active_;
     if (state_.load(std::memory_order_relaxed) & destroyed) {
@@ -316,17 +363,37 @@ class channel_core {
 
   static constexpr std::size_t index(party p) noexcept { return p == party::producer ? 0 : 1; }
 
-  struct parked_count {
+  // How often a destructor waiting for calls checks their counts: a call that ends as the
+  // destructor starts lowers its count without notifying (see end_call).
+  static constexpr std::chrono::milliseconds destroy_poll{1};
+
+  struct padded_count {
     alignas(false_sharing_bytes) std::atomic<int> count{0};
   };
 
   std::atomic<unsigned> state_{0};
   const bool barrier_ = process_barrier_available();  // read on every element: kept beside state_
-  std::array<parked_count, 2> parked_{};              // threads parked, per party
+  std::array<padded_count, 2> parked_{};              // threads parked, per party
+  std::array<padded_count, 2> calls_{};               // calls in progress, per party (begin_call)
   mutable std::mutex mutex_;
   std::condition_variable_any wakeup_;
   int active_ = 0;  // guarded by mutex_: threads waiting plus attached users
   std::exception_ptr error_;
+};
+
+/// One call of a channel's producer or consumer, counted as a user of the channel for its
+/// whole duration (`channel_core::begin_call`): a destructor that starts meanwhile waits for it.
+class channel_call {
+ public:
+  /// Starts the call; throws `channel_error` if the channel is being destroyed.
+  channel_call(channel_core& core, channel_core::party who) : core_(core), who_(who) { core.begin_call(who); }
+  channel_call(const channel_call&) = delete;
+  channel_call& operator=(const channel_call&) = delete;
+  ~channel_call() { core_.end_call(who_); }
+
+ private:
+  channel_core& core_;
+  channel_core::party who_;
 };
 
 }  // namespace detail
@@ -525,6 +592,7 @@ class channel {
   template <class F>
   bool produce(F& write, const detail::wait_limit& limit) {
     using core = detail::channel_core;
+    const detail::channel_call call(core_, party::producer);
     const std::uint64_t tail = tail_mine_;
     for (;;) {
       const unsigned state = core_.usable_state();
@@ -550,6 +618,7 @@ class channel {
   template <class F>
   bool take(F& read, const detail::wait_limit& limit) {
     using core = detail::channel_core;
+    const detail::channel_call call(core_, party::consumer);
     const std::uint64_t head = head_mine_;
     for (;;) {
       const unsigned state = core_.usable_state();

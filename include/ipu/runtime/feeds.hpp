@@ -261,8 +261,8 @@ enum class outfeed_mode {
 ///   consumer in either mode.
 /// - `engine::run` closes the outfeed when the infeed ends, and aborts it with the run's
 ///   error if the run fails: a consumer blocked in `pop` learns either.
-/// - Destroying the outfeed while an engine run or a waiting `pop` uses it is diagnosed as
-///   for `ipu::channel`.
+/// - Destroying the outfeed while an engine run or a call (a `pop`, waiting or not) uses it
+///   is diagnosed as for `ipu::channel`.
 template <Graph G, outfeed_mode Mode = outfeed_mode::all>
 class outfeed {
   static_assert(detail::checked_outfeed_element<output_tensor_t<G>::bytes>());
@@ -284,6 +284,7 @@ class outfeed {
   /// Throws `channel_error` after `close()` or `abort()`.
   template <std::invocable<value_type&> F>
   void emplace(F&& write) {
+    const detail::channel_call call(core_, detail::channel_core::party::producer);
     const unsigned state = core_.usable_state();
     if (state & (detail::channel_core::closed | detail::channel_core::failed))
       throw channel_error(
@@ -324,8 +325,10 @@ class outfeed {
   }
 
   /// Every result available now, oldest first (`all`), or the latest if not yet taken
-  /// (`last`: at most one). Never waits and never throws the run's error.
+  /// (`last`: at most one). Never waits and never throws the run's error (only
+  /// `channel_error` if the outfeed is being destroyed).
   std::vector<value_type> drain() {
+    const detail::channel_call call(core_, detail::channel_core::party::consumer);
     std::vector<value_type> results;
     store_.take_all(results);
     return results;
@@ -355,6 +358,7 @@ class outfeed {
  private:
   bool pop_within(value_type& out, const detail::wait_limit& limit) {
     using core = detail::channel_core;
+    const detail::channel_call call(core_, core::party::consumer);
     for (;;) {
       const unsigned state = core_.usable_state();
       if (store_.take(out)) return true;

@@ -6,8 +6,8 @@
 
 #include "support/executor_support.hpp"
 
+#include <atomic>
 #include <chrono>
-
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -216,6 +216,37 @@ TEST_CASE("run: destroying the infeed during a run is diagnosed in the run") {
   CHECK(what.find("destroyed while in use") != std::string::npos);
   pool_out y;
   CHECK_THROWS_AS(out.pop(y), ipu::channel_error);
+}
+
+TEST_CASE("run: destroying the outfeed while the run waits for a batch ends the run at once") {
+  pool_engine engine{ipu::weights<pool_t>{}};
+  ipu::infeed<pool_t, 2> in;
+  auto out = std::make_unique<ipu::outfeed<pool_t>>();
+  std::string what;
+  std::jthread runner([&, raw = out.get()] {
+    try {
+      engine.run(in, *raw, 10);  // nothing is pushed: the run waits on the infeed
+    } catch (const ipu::channel_error& e) {
+      what = e.what();
+    }
+  });
+  for (int i = 0; i < 5000 && !out->in_use(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(out->in_use());  // the run holds the outfeed
+  // This thread is the infeed's producer, and pushes nothing until the outfeed is gone: the
+  // destructor must wake the run by itself.
+  std::atomic<bool> destroyed = false;
+  std::jthread destroyer([&] {
+    out.reset();
+    destroyed = true;
+  });
+  for (int i = 0; i < 10'000 && !destroyed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool ended = destroyed;
+  if (!ended) in.push(batch(0));  // lets the run end, so that the test fails instead of hanging
+  destroyer.join();
+  runner.join();
+  CHECK(ended);
+  CHECK(what.find("destroyed while in use") != std::string::npos);
+  CHECK(in.cancelled());  // a producer waiting to push is let go
 }
 
 TEST_CASE("run: results equal infer's, batch by batch, for a conv net in both modes") {

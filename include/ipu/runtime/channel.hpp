@@ -302,7 +302,8 @@ class channel_core {
   }
 
   /// Called first by the owning channel's destructor: if anyone uses the channel (a call in
-  /// progress, an attached user), tells them and waits until they have left.
+  /// progress, an attached user), tells them, requests a stop on `destruction_token()` and
+  /// waits until they have left.
   void destroy() noexcept {
     {
       std::lock_guard lock(mutex_);
@@ -312,8 +313,15 @@ class channel_core {
     std::unique_lock lock(mutex_);
     if (unused()) return;
     wakeup_.notify_all();
+    lock.unlock();
+    destroying_.request_stop();  // outside the lock: it wakes waits on other channels
+    lock.lock();
     while (!wakeup_.wait_for(lock, destroy_poll, [&] { return unused(); })) {}
   }
+
+  /// A token whose stop is requested when the channel's destructor starts while the channel
+  /// is in use: an attached user waiting on another channel passes it to that wait.
+  std::stop_token destruction_token() const noexcept { return destroying_.get_token(); }
 
   /// Whether a thread waits on the channel or a user is attached.
   bool in_use() const {
@@ -379,6 +387,7 @@ class channel_core {
   std::condition_variable_any wakeup_;
   int active_ = 0;  // guarded by mutex_: threads waiting plus attached users
   std::exception_ptr error_;
+  std::stop_source destroying_;  // see destruction_token()
 };
 
 /// One call of a channel's producer or consumer, counted as a user of the channel for its
@@ -412,6 +421,11 @@ class channel_use {
   ~channel_use() {
     if (core_) core_->exit();
   }
+
+  /// A token whose stop is requested when the channel's destructor starts: a user waiting on
+  /// another channel meanwhile (`engine::run` waits on its infeed while it holds its outfeed)
+  /// passes it to that wait to be woken then. An empty token for a moved-from `channel_use`.
+  std::stop_token destruction_token() const noexcept { return core_ ? core_->destruction_token() : std::stop_token{}; }
 
  private:
   detail::channel_core* core_;

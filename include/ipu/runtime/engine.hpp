@@ -134,7 +134,8 @@ class engine {
   /// - If a batch fails in the engine, that batch stays in the infeed, the infeed is
   ///   cancelled (releasing a producer waiting to push), `out` is aborted, and the exception
   ///   is rethrown here.
-  /// The run holds both channels (`attach`): destroying either meanwhile is diagnosed.
+  /// The run holds both channels (`attach`): destroying either meanwhile wakes the run, which
+  /// throws `channel_error` after aborting the outfeed or cancelling the infeed, whichever stays.
   template <int Depth, outfeed_mode Mode>
   run_stats run(infeed<G, Depth>& in, outfeed<G, Mode>& out, std::int64_t iterations) {
     if (iterations < 0)
@@ -145,6 +146,7 @@ class engine {
     stats.requested = iterations;
     stats.batch_size = batch_size_v<G>;
     const channel_use in_use = in.attach(), out_use = out.attach();
+    const std::stop_token out_destroyed = out_use.destruction_token();  // ends a wait on the infeed
     const auto start = clock::now();
     bool in_engine = false;
     try {
@@ -157,8 +159,12 @@ class engine {
           out.emplace([&](output_type& y) { run(x.data(), y.data()); });
           in_engine = false;
           stats.compute_seconds += seconds_since(computing);
-        });
+        }, out_destroyed);
         if (!read) {
+          if (out_destroyed.stop_requested()) {
+            in.cancel();
+            throw channel_error(detail::channel_core::destroyed_message);
+          }
           stats.cancelled = in.cancelled();
           stats.end_of_stream = !stats.cancelled;
           if (stats.end_of_stream) out.close();
@@ -168,7 +174,7 @@ class engine {
       }
     } catch (...) {
       if (in_engine) in.cancel();
-      out.abort(std::current_exception());
+      if (!out_destroyed.stop_requested()) out.abort(std::current_exception());  // else no one reads it
       throw;
     }
     stats.seconds = seconds_since(start);

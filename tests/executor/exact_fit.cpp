@@ -12,6 +12,7 @@
 #include <cstdint>
 
 namespace nn = ipu::nn;
+using ipu_test::grouped_net;
 using ipu_test::small_target;
 
 namespace {
@@ -67,16 +68,6 @@ void check_exact_fit(double tolerance) {
     }
   CHECK(reached);
 }
-
-template <class T>
-constexpr auto grouped_net = ipu::input<T, 2, 12, 12, 8>
-    | nn::conv<16, 3, 1> | nn::batch_norm | nn::relu
-    | nn::residual(nn::conv<16, 1> | nn::batch_norm | nn::relu
-                   | nn::conv<16, 3, 1, 4> | nn::batch_norm | nn::relu
-                   | nn::conv<16, 1> | nn::batch_norm)
-    | nn::relu | nn::max_pool<3, 2>
-    | nn::conv<32, 3, 2, 8> | nn::batch_norm | nn::relu | nn::avg_pool<3, 1>
-    | nn::global_avg_pool | nn::dense<10> | nn::softmax;
 
 constexpr auto two_ipu_net = ipu::input<ipu::f32, 2, 12, 12, 8>
     | nn::conv<16, 3, 1> | nn::batch_norm | nn::relu

@@ -11,19 +11,10 @@
 #include <cstring>
 
 namespace nn = ipu::nn;
+using ipu_test::grouped_net;
 using ipu_test::small_target;
 
 namespace {
-
-template <class T>
-constexpr auto grouped_net = ipu::input<T, 2, 12, 12, 8>
-    | nn::conv<16, 3, 1> | nn::batch_norm | nn::relu
-    | nn::residual(nn::conv<16, 1> | nn::batch_norm | nn::relu
-                   | nn::conv<16, 3, 1, 4> | nn::batch_norm | nn::relu
-                   | nn::conv<16, 1> | nn::batch_norm)
-    | nn::relu | nn::max_pool<3, 2>
-    | nn::conv<32, 3, 2, 8> | nn::batch_norm | nn::relu | nn::avg_pool<3, 1>
-    | nn::global_avg_pool | nn::dense<10> | nn::softmax;
 
 using net_f32 = decltype(grouped_net<ipu::f32>);
 using net_f16 = decltype(grouped_net<ipu::f16>);

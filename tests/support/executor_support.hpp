@@ -22,6 +22,18 @@ struct small_target {
   static constexpr const char* name = "mk2-small";
 };
 
+/// A grouped residual net of every op kind but the joins: convolutions (grouped and not),
+/// batch norms, ReLUs, a residual block, both poolings, global pooling, dense and softmax.
+template <class T>
+constexpr auto grouped_net = ipu::input<T, 2, 12, 12, 8>
+    | ipu::nn::conv<16, 3, 1> | ipu::nn::batch_norm | ipu::nn::relu
+    | ipu::nn::residual(ipu::nn::conv<16, 1> | ipu::nn::batch_norm | ipu::nn::relu
+                        | ipu::nn::conv<16, 3, 1, 4> | ipu::nn::batch_norm | ipu::nn::relu
+                        | ipu::nn::conv<16, 1> | ipu::nn::batch_norm)
+    | ipu::nn::relu | ipu::nn::max_pool<3, 2>
+    | ipu::nn::conv<32, 3, 2, 8> | ipu::nn::batch_norm | ipu::nn::relu | ipu::nn::avg_pool<3, 1>
+    | ipu::nn::global_avg_pool | ipu::nn::dense<10> | ipu::nn::softmax;
+
 /// A deterministic input with values in [-1, 1].
 template <class G>
 ipu::input_tensor_t<G> random_input(std::uint64_t seed) {

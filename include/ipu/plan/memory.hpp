@@ -72,8 +72,9 @@ struct ipu_memory {
   /// most bytes in use on any tile at any step; the rest is alignment and gaps between buffers.
   std::int64_t peak = 0;
   int peak_tile = -1;            ///< the tile of the peak (lowest of those reaching it first)
-  /// The step allocating the buffer that reaches the peak (for a copy from another IPU, the
-  /// first step of this IPU after it arrives); -1 if the peak is always-live memory.
+  /// Of the steps of this IPU that the buffer reaching the peak lives through, the one with the
+  /// most bytes in use on the peak tile (the earliest on a tie); -1 if the peak is always-live
+  /// memory.
   int peak_step = -1;
   memory_bytes at_peak{};        ///< the peak tile's bytes in use at the peak step, by category
   /// Summed over the IPU's tiles: weights and code; for the not-always-live categories, the

@@ -273,10 +273,6 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
   const auto mapping_on_ipu = [&](int j) -> const tensor_mapping& {
     return p.at(j).ipu == ipu ? p.plan_of(j).output : p.plan_of(j).copy;
   };
-  const auto first_step_on_ipu = [&](int j) {  // a copy arrives while its producer runs elsewhere
-    while (p.at(j).ipu != ipu) ++j;
-    return j;
-  };
 
   // Always live: code (a difference array over tiles), then the weights (each distinct
   // mapping once). `base[t]` is tile t's dynamic base.
@@ -415,6 +411,7 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
     if (bound > im.peak) keys[static_cast<std::size_t>(bounded++)] = ((std::int64_t{1} << 46) - bound) << 16 | k;
   }
   std::sort(keys.begin(), keys.begin() + bounded);
+  int top = -1;  // the request reaching the peak
   for (int c = 0; c < bounded; ++c) {
     const int k = static_cast<int>(keys[static_cast<std::size_t>(c)] & 0xffff);
     if ((std::int64_t{1} << 46) - (keys[static_cast<std::size_t>(c)] >> 16) <= im.peak) break;
@@ -422,7 +419,7 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
     const int j = o >= 0 ? o : -1 - o;
     const auto consider = [&](int tile, std::int64_t offset_on_tile, std::int64_t bytes) {
       const std::int64_t reach = base[static_cast<std::size_t>(tile)] + offset_on_tile + aligned(bytes);
-      if (bytes > 0 && reach > im.peak) im.peak = reach, im.peak_tile = tile, im.peak_step = first_step_on_ipu(j);
+      if (bytes > 0 && reach > im.peak) im.peak = reach, im.peak_tile = tile, top = k;
     };
     const std::int64_t element_bytes = size_of(p.at(j).type);
     const std::int64_t at = offset[static_cast<std::size_t>(k)];
@@ -442,6 +439,28 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
     });
     if (np.sends)
       for_each_part(np.copy.units, [&](int tile, std::int64_t units) { consider(tile, sb.send, units * np.copy.unit_elements * element_bytes); });
+  }
+  // The peak's step: of the steps of this IPU the highest buffer lives through, the one with
+  // the most bytes in use on the peak tile (the layer that fills it; one pass over the steps).
+  if (top >= 0) {
+    const int tile = im.peak_tile;
+    std::array<std::int64_t, N> born{}, dies{};  // activation bytes on the tile
+    for (int j = 0; j < static_cast<int>(N); ++j)
+      if (p.held_to(ipu, j) >= j) {
+        const std::int64_t b = p.activation_bytes_on(ipu, j, tile);
+        born[static_cast<std::size_t>(j)] += b;
+        dies[static_cast<std::size_t>(p.held_to(ipu, j))] += b;
+      }
+    const buffer_request& r = requests[static_cast<std::size_t>(top)];
+    std::int64_t live = 0, most = -1;
+    for (int s = 0; s <= r.last; ++s) {
+      live += born[static_cast<std::size_t>(s)];
+      if (s >= r.first && p.at(s).ipu == ipu) {
+        const std::int64_t in_use = live + p.step_transients_on(s, tile).total();
+        if (in_use > most) most = in_use, im.peak_step = s;
+      }
+      live -= dies[static_cast<std::size_t>(s)];
+    }
   }
   if (im.peak_step >= 0) im.at_peak = p.usage(ipu, im.peak_tile, im.peak_step);
   else im.at_peak = p.always_live_on(ipu, im.peak_tile);

@@ -19,24 +19,55 @@ std::atomic<long> allocations_before_failure{-1};
 /// Allocations made, while counting.
 std::atomic<long> allocations_made{0};
 
-}  // namespace
-
-// The global allocation functions of this test program: malloc and free, with a failure on
-// demand. The other forms (arrays, sized and nothrow) call these. Not inlined, so that the
-// compiler pairs each `new` with a `delete`, not with the `free` inside it.
-[[gnu::noinline]] void* operator new(std::size_t bytes) {
+/// Every allocation of this test program: counted, failing on demand, from malloc (or
+/// aligned_alloc), so that every form of `new` pairs with every form of `delete` (`free`).
+void* allocate(std::size_t bytes, std::size_t alignment = 0) {
   allocations_made.fetch_add(1, std::memory_order_relaxed);
   if (allocations_before_failure.load(std::memory_order_relaxed) >= 0 &&
       allocations_before_failure.fetch_sub(1, std::memory_order_relaxed) == 0)
     throw std::bad_alloc();
-  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
-  throw std::bad_alloc();
+  bytes = bytes == 0 ? 1 : bytes;
+  void* p = alignment == 0 ? std::malloc(bytes) : std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* allocate_or_null(std::size_t bytes, std::size_t alignment = 0) noexcept {
+  try {
+    return allocate(bytes, alignment);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+// The replaceable global allocation functions, all of them (the library's own would pair a
+// `new` of one family with a `free` of the other). Not inlined, so that the compiler pairs each
+// `new` with a `delete`, not with the `free` inside it.
+[[gnu::noinline]] void* operator new(std::size_t n) { return allocate(n); }
+[[gnu::noinline]] void* operator new[](std::size_t n) { return allocate(n); }
+[[gnu::noinline]] void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate_or_null(n); }
+[[gnu::noinline]] void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate_or_null(n); }
+[[gnu::noinline]] void* operator new(std::size_t n, std::align_val_t a) { return allocate(n, static_cast<std::size_t>(a)); }
+[[gnu::noinline]] void* operator new[](std::size_t n, std::align_val_t a) { return allocate(n, static_cast<std::size_t>(a)); }
+[[gnu::noinline]] void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate_or_null(n, static_cast<std::size_t>(a));
+}
+[[gnu::noinline]] void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate_or_null(n, static_cast<std::size_t>(a));
 }
 [[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-[[gnu::noinline]] void* operator new[](std::size_t bytes) { return operator new(bytes); }
 [[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 [[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace nn = ipu::nn;
 

@@ -392,17 +392,25 @@ class channel_core {
 
 /// One call of a channel's producer or consumer, counted as a user of the channel for its
 /// whole duration (`channel_core::begin_call`): a destructor that starts meanwhile waits for it.
+/// A call that never waits (`try_push`, `try_consume`, ...) is not counted when `counted` is
+/// false: it keeps the non-blocking path to its two index reads, and destroying a channel
+/// during such a call is a data race of the caller's, as for any object.
 class channel_call {
  public:
   /// Starts the call; throws `channel_error` if the channel is being destroyed.
-  channel_call(channel_core& core, channel_core::party who) : core_(core), who_(who) { core.begin_call(who); }
+  channel_call(channel_core& core, channel_core::party who, bool counted = true) : core_(core), who_(who), counted_(counted) {
+    if (counted_) core.begin_call(who);
+  }
   channel_call(const channel_call&) = delete;
   channel_call& operator=(const channel_call&) = delete;
-  ~channel_call() { core_.end_call(who_); }
+  ~channel_call() {
+    if (counted_) core_.end_call(who_);
+  }
 
  private:
   channel_core& core_;
   channel_core::party who_;
+  bool counted_;
 };
 
 }  // namespace detail
@@ -606,7 +614,7 @@ class channel {
   template <class F>
   bool produce(F& write, const detail::wait_limit& limit) {
     using core = detail::channel_core;
-    const detail::channel_call call(core_, party::producer);
+    const detail::channel_call call(core_, party::producer, limit.how != detail::wait_limit::kind::no_wait);
     const std::uint64_t tail = tail_mine_;
     for (;;) {
       const unsigned state = core_.usable_state();
@@ -632,7 +640,7 @@ class channel {
   template <class F>
   bool take(F& read, const detail::wait_limit& limit) {
     using core = detail::channel_core;
-    const detail::channel_call call(core_, party::consumer);
+    const detail::channel_call call(core_, party::consumer, limit.how != detail::wait_limit::kind::no_wait);
     const std::uint64_t head = head_mine_;
     for (;;) {
       const unsigned state = core_.usable_state();

@@ -14,6 +14,7 @@
 ///
 /// Every buffer starts at a multiple of `buffer_alignment`.
 
+#include <ipu/core/arith.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/node_plan.hpp>
 
@@ -31,7 +32,7 @@ inline constexpr std::int64_t buffer_alignment = 4;
 
 /// `bytes` rounded up to a multiple of `buffer_alignment`.
 constexpr std::int64_t aligned(std::int64_t bytes) noexcept {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+  return detail::div_up(bytes, buffer_alignment) * buffer_alignment;
 }
 
 /// A dynamic buffer to place: live during steps `[first, last]`, `bytes` (aligned) on its

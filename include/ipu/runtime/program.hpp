@@ -57,7 +57,7 @@ struct program {
     for (int i = 0; i < Ipus; ++i)
       for (int t = 0; t < p.chip.tiles; ++t) {
         r.always[static_cast<std::size_t>(i)].push_back(p.always_live_on(i, t));
-        r.dynamic_base[static_cast<std::size_t>(i)].push_back(p.dynamic_base(i, t));
+        r.dynamic_base[static_cast<std::size_t>(i)].push_back(r.always_layout(i, t, [](int, int, std::int64_t) {}));
       }
     for (const auto& offsets : p.activation_offset) r.activation_offset.emplace_back(offsets.begin(), offsets.end());
     return r;

@@ -12,6 +12,7 @@ namespace ipu::ops {
 /// What the element-wise joins share: the plan (their shape rule is `op_base::infer_join`:
 /// every input has the first one's shape).
 struct elementwise_join : op_base {
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/add.hpp`
   /// On the first input's tiles; each input mapped otherwise arrives through the exchange.
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
     np.output = np.work = in.input();

@@ -39,6 +39,7 @@ struct batch_norm : op_base {
   static constexpr op kind = op::batch_norm;              ///< the node tag
   static constexpr std::string_view name = "batch_norm";  ///< as `nn::batch_norm` names it
   static constexpr int epilogue_order = 1;  ///< first in a convolution's epilogue
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/batch_norm.hpp`
 
   /// Shape-preserving; scale and shift are trained, mean and variance are not (torchvision's count).
   static constexpr inferred infer(const layer_params&, const shape& in) noexcept {

@@ -12,6 +12,7 @@ namespace ipu::ops {
 struct concat : op_base {
   static constexpr op kind = op::concat;              ///< the node tag
   static constexpr std::string_view name = "concat";  ///< as `nn::concat` names it
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/concat.hpp`
 
   /// Inputs of one rank that agree in every extent but the last; the output's last extent is
   /// the sum of theirs.

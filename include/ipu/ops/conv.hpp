@@ -17,6 +17,8 @@
 
 namespace ipu::ops {
 
+struct matmul_kernel;  // the kernel of conv and dense: ipu/ops/kernels/conv.hpp
+
 /// Plans a conv-like step (`conv`, `dense`): `groups` blocks at least, a `kernel` x `kernel`
 /// window at `stride`, a bias per output channel when `bias`.
 constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t groups, std::int64_t kernel,
@@ -47,6 +49,7 @@ constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t gr
 struct conv : op_base {
   static constexpr op kind = op::conv;              ///< the node tag
   static constexpr std::string_view name = "conv";  ///< as `nn::conv` names it
+  using kernel = matmul_kernel;  ///< its kernel, defined in `ipu/ops/kernels/conv.hpp`
   static constexpr bool epilogue_head = true;  ///< its epilogue absorbs a batch norm, an add and a ReLU
 
   /// NHWC in, `[N, ceil(H / stride), ceil(W / stride), filters]` out; groups divide both the

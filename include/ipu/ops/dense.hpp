@@ -9,6 +9,7 @@ namespace ipu::ops {
 
 /// Fully connected layer (`nn::dense<Units>`).
 struct dense : op_base {
+  using kernel = matmul_kernel;  ///< its kernel, defined in `ipu/ops/kernels/conv.hpp`
   static constexpr op kind = op::dense;              ///< the node tag
   static constexpr std::string_view name = "dense";  ///< as `nn::dense` names it
   static constexpr bool epilogue_head = true;  ///< its epilogue absorbs a batch norm, an add and a ReLU

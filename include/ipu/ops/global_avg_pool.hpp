@@ -9,6 +9,7 @@ namespace ipu::ops {
 
 /// Global average pooling (`nn::global_avg_pool`).
 struct global_avg_pool : op_base {
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/global_avg_pool.hpp`
   static constexpr op kind = op::global_avg_pool;              ///< the node tag
   static constexpr std::string_view name = "global_avg_pool";  ///< as `nn::global_avg_pool` names it
 

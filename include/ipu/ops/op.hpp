@@ -13,6 +13,7 @@
 /// | `device_tensors`, `to_device<Op>(tensor)` | the named tensors the device holds, made from the users' | plan, engine, executors |
 /// | `plan(in, np)` | the step's work: mappings, step model (temporaries, exchange), weights' mapping | the plan (`plan/plan.hpp`) |
 /// | `describe(os, params)` | the summary's column, after the name (`3x3/2 g32`) | `ipu::summary` |
+/// | `kernel` | the struct that computes it on the host, declared here and defined in `ipu/ops/kernels/<op>.hpp` | the executors (`ops/kernels/kernel.hpp`) |
 /// | `epilogue_head`, `epilogue_order` | fast mode's fusion: a conv-like step, and the steps its epilogue absorbs | the plan (`node_plan::fused_into`) |
 /// | `backward` | reserved: the gradient step, with training | |
 ///

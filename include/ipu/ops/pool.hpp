@@ -12,6 +12,7 @@ namespace ipu::ops {
 
 /// What the two pooling ops share.
 struct pool_base : op_base {
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/pool.hpp`
   /// NHWC in, `[N, ceil(H / stride), ceil(W / stride), C]` out; the window fits the input.
   static constexpr inferred infer(const layer_params& p, const shape& in) noexcept {
     using enum detail::graph_error_kind;

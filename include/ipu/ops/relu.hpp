@@ -11,6 +11,7 @@ struct relu : op_base {
   static constexpr op kind = op::relu;              ///< the node tag
   static constexpr std::string_view name = "relu";  ///< as `nn::relu` names it
   static constexpr int epilogue_order = 3;  ///< last in a convolution's epilogue
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/relu.hpp`
 };
 
 }  // namespace ipu::ops

@@ -9,6 +9,7 @@ namespace ipu::ops {
 
 /// Softmax over the last axis.
 struct softmax : op_base {
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/softmax.hpp`
   static constexpr op kind = op::softmax;              ///< the node tag
   static constexpr std::string_view name = "softmax";  ///< as `nn::softmax` names it
 

@@ -12,16 +12,14 @@
 /// Each step is one BSP superstep on its IPU: an exchange phase that gathers what the step's
 /// vertices read into the exchange buffers of the tiles that work, a sync, a compute phase in
 /// which each tile computes the outputs mapped to it, and a sync (a conv with serial slices
-/// repeats exchange and compute per slice). Exchange is a copy between tile images; a vertex is
+/// repeats exchange and compute per slice). The op's kernel (`ipu/ops/kernels/`) does both
+/// phases' work on each tile, through a `tile_context`. Exchange is a copy between tile images; a vertex is
 /// handed only pointers into its own tile, checked. An output read on another IPU is then
 /// gathered into a send buffer and copied over the IPU-Link into the reading IPU's copy.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/core/dtype.hpp>
-#include <ipu/kernels/conv.hpp>
-#include <ipu/kernels/pointwise.hpp>
-#include <ipu/kernels/pool.hpp>
-#include <ipu/kernels/views.hpp>
+#include <ipu/ops/kernels.hpp>
 #include <ipu/plan/memory.hpp>
 #include <ipu/plan/model.hpp>
 #include <ipu/runtime/execution.hpp>
@@ -35,7 +33,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -88,6 +85,68 @@ class faithful_executor {
   std::int64_t measured_extent(int ipu, int tile) const {
     return devices_[static_cast<std::size_t>(ipu)].extent[static_cast<std::size_t>(tile)];
   }
+
+  /// What an op's `exchange` and `compute` kernels are handed: one step on one tile. Every
+  /// pointer it gives is into the tile's own memory image, checked to lie inside it; other
+  /// tensors are read through the exchange (`read_storage`, `read_channels`).
+  class tile_context {
+   public:
+    using value_type = T;       ///< the storage element type
+    using partials_type = Acc;  ///< the partials type
+    const node& n;              ///< the step's node
+    const node_plan& p;         ///< its plan
+    const int index;            ///< its index
+    const int tile;             ///< the tile
+    const std::int64_t slice;   ///< the serial slice (of a conv-like step; else 0)
+    const std::int64_t first;  ///< the tile's first element of the output, in storage order
+    const std::int64_t last;   ///< one past its last
+
+    /// Step `j`, slice `s`, on tile `t` of the step's IPU, in `e`.
+    tile_context(const faithful_executor& e, int j, int t, std::int64_t s)
+        : tile_context(e, j, t, s, segment(e.prog_.plan_of(j).output, t)) {}
+
+    /// Node `k` of the program.
+    const node& node_at(int k) const noexcept { return e_.prog_.at(k); }
+    /// How node `src`'s output is mapped on the step's IPU.
+    const tensor_mapping& mapping_of(int src) const noexcept { return e_.prog_.mapping_on(ipu_, src); }
+    /// Where node `src`'s output lives on the step's IPU, for `read_channels`.
+    const auto& input(int src) const noexcept { return e_.input_on(ipu_, src); }
+    /// Where the node's device tensor `w` lives (in the order of its op's `device_tensors`).
+    const auto& weights(std::size_t w) const noexcept {
+      return e_.devices_[static_cast<std::size_t>(ipu_)].weights[static_cast<std::size_t>(index)][w];
+    }
+    /// Exchange: copies storage elements `[s, s + count)` of tensor `pl` to `dst`.
+    template <class Placement>
+    void read_storage(const Placement& pl, std::int64_t s, std::int64_t count, T* dst) const {
+      e_.read_storage(ipu_, pl, s, count, dst);
+    }
+    /// Exchange: copies channels `[c, c + count)` of position `pos` of tensor `pl` to `dst`.
+    template <class Placement>
+    void read_channels(const Placement& pl, std::int64_t pos, std::int64_t c, std::int64_t count, T* dst) const {
+      e_.read_channels(ipu_, pl, pos, c, count, dst);
+    }
+    /// Elements `[from, from + count)` of the tile's exchange buffer; throws `execution_error`
+    /// past the bytes the plan gives it.
+    T* exchange_buffer(std::int64_t from, std::int64_t count) const { return e_.own_exchange(ipu_, tile, from, count); }
+    /// The tile's elements of the output.
+    T* output() const { return e_.own_activation(ipu_, index, tile); }
+    /// The tile's elements of node `src`'s output (mapped as this step's output).
+    const T* operand(int src) const { return e_.own_activation(ipu_, src, tile); }
+    /// `count` partials in the tile's temporaries.
+    Acc* partials(std::int64_t count) const {
+      const tile_step& ts = e_.devices_[static_cast<std::size_t>(ipu_)].step[static_cast<std::size_t>(tile)];
+      return e_.template own<Acc>(ipu_, tile, ts.temporaries, count);
+    }
+    /// The batch the input step copies, in logical order.
+    const T* batch() const noexcept { return e_.input_; }
+
+   private:
+    tile_context(const faithful_executor& e, int j, int t, std::int64_t s, std::pair<std::int64_t, std::int64_t> out)
+        : n(e.prog_.at(j)), p(e.prog_.plan_of(j)), index(j), tile(t), slice(s), first(out.first), last(out.second),
+          e_(e), ipu_(n.ipu) {}
+    const faithful_executor& e_;
+    int ipu_;
+  };
 
   /// Runs step `j`: its exchange and compute phases on every tile, and its IPU-Link copies.
   void step(int j) {
@@ -315,24 +374,6 @@ class faithful_executor {
     return own(ipu, tile, pl.offset[static_cast<std::size_t>(tile)], pl.mapping->elements_on(tile));
   }
 
-  /// The slices of tile `tile`'s units in a conv step: `[begin, end)` of slice `k`.
-  static std::pair<std::int64_t, std::int64_t> slice(const node_plan& p, int tile, std::int64_t k) noexcept {
-    const std::int64_t begin = p.work.units.begin(tile), end = p.work.units.end(tile);
-    const std::int64_t len = detail::div_up(end - begin, p.step.serial);
-    return {std::min(end, begin + k * len), std::min(end, begin + (k + 1) * len)};
-  }
-
-  /// Calls `f(block, first position, last position, first unit)` for each block run of units `[u0, u1)`.
-  template <class F>
-  static void block_runs(const node_plan& p, std::int64_t u0, std::int64_t u1, F&& f) {
-    const std::int64_t positions = p.step.positions;
-    for (std::int64_t u = u0; u < u1;) {
-      const std::int64_t b = u / positions, end = std::min(u1, (b + 1) * positions);
-      f(b, u - b * positions, end - b * positions, u);
-      u = end;
-    }
-  }
-
   /// Releases step `j`'s transients on its IPU and, on IPU `ipu`, the activations whose last
   /// reader there was step `j` (the graph's output excepted: it is read back after the run).
   void end_of_step(int ipu, int j, int tile) {
@@ -377,247 +418,21 @@ class faithful_executor {
   /// The placement of node `src`'s output as read on `ipu`.
   const placement& input_on(int ipu, int src) const { return placed_[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(src)]; }
 
-  /// The channels of a batch norm's exchange buffer on a tile holding storage `[s0, s1)`:
-  /// `(first channel, count)`; buffer index `k` holds channel `(first + k) % channels`.
-  static std::pair<std::int64_t, std::int64_t> norm_channels(const storage_order& o, std::int64_t s0, std::int64_t s1) noexcept {
-    if (o.blocks > 1) {
-      const std::int64_t per_block = o.positions * o.block_channels;
-      return {s0 / per_block * o.block_channels, ((s1 - 1) / per_block - s0 / per_block + 1) * o.block_channels};
-    }
-    const std::int64_t n = std::min(o.channels, s1 - s0);
-    return {n == o.channels ? 0 : s0 % o.channels, n};
-  }
-
-  /// A working conv tile's exchange layout: each block it computes has `per_block` elements
-  /// of weights (and bias) at the start of the buffer, blocks `[first, last]`; the input
-  /// windows follow them.
-  struct conv_block_layout {
-    std::int64_t per_block, first, last;
-  };
-  static conv_block_layout conv_blocks(const node_plan& p, int tile) noexcept {
-    const std::int64_t k = p.step.kernel;
-    const std::int64_t per_block = (k * k * p.step.in_channels + (p.step.bias ? 1 : 0)) * p.step.block_channels;
-    return {per_block, p.work.units.begin(tile) / p.step.positions, (p.work.units.end(tile) - 1) / p.step.positions};
-  }
-
-  /// A pooling's geometry and the input rows `[first, last)` its output elements `[o0, o1)` read.
-  std::tuple<kernels::window_geometry, std::int64_t, std::int64_t> pooling_window(const node& n, std::int64_t o0,
-                                                                                   std::int64_t o1) const noexcept {
-    const kernels::window_geometry g = geometry_of(n);
-    const std::int64_t c = n.out.channels();
-    const auto [first, last] = g.input_rows(o0 / c, (o1 - 1) / c + 1);
-    return {g, first, last};
-  }
-
-  /// Exchange phase of step `j` (slice `s`) for `tile`: gathers what its vertices read.
+  /// Exchange phase of step `j` (slice `s`) for `tile`: its op's `exchange` kernel gathers
+  /// what the tile's vertices read. A tile that holds none of the output gathers nothing,
+  /// unless the step's work is mapped apart from its output (a conv-like step's is).
   void exchange(int j, int tile, std::int64_t s) {
-    const node& n = prog_.at(j);
-    const node_plan& p = prog_.plan_of(j);
-    const int ipu = n.ipu;
-    const auto [o0, o1] = segment(p.output, tile);
-    if (o0 == o1 && n.kind != op::conv && n.kind != op::dense) return;
-    switch (n.kind) {
-      case op::input: break;
-      case op::conv:
-      case op::dense: {
-        if (tile >= p.work.tiles() || p.work.units.elements_on(tile) == 0) return;
-        const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, k = p.step.kernel;
-        const auto [per_block, b_first, b_last] = conv_blocks(p, tile);
-        const device& d = devices_[static_cast<std::size_t>(ipu)];
-        const auto& w = d.weights[static_cast<std::size_t>(j)];
-        if (s == 0) {  // the weights (and bias) of every block the tile computes
-          for (std::int64_t b = b_first; b <= b_last; ++b) {
-            T* dst = own_exchange(ipu, tile, (b - b_first) * per_block, per_block);
-            for (std::int64_t r = 0; r < k * k * cin; ++r) read_storage(ipu, w[kernel_tensor], r * n.out.channels() + b * bc, bc, dst + r * bc);
-            if (p.step.bias) read_storage(ipu, w[bias_tensor], b * bc, bc, dst + k * k * cin * bc);
-          }
-        }
-        const auto [a, e] = slice(p, tile, s);
-        const kernels::window_geometry g = geometry_of(n);
-        const placement& in = input_on(ipu, n.input());
-        const bool grouped = n.kind == op::conv && n.layer.groups > 1;
-        std::int64_t at = (b_last - b_first + 1) * per_block;  // the windows follow the weights
-        block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t) {
-          const auto [r0, r1] = g.input_rows(p0, p1);
-          T* dst = own_exchange(ipu, tile, at, (r1 - r0) * g.in_width * cin);
-          for (std::int64_t r = r0; r < r1; ++r)
-            for (std::int64_t x = 0; x < g.in_width; ++x, dst += cin)
-              read_channels(ipu, in, r * g.in_width + x, grouped ? b * cin : 0, cin, dst);
-          at += (r1 - r0) * g.in_width * cin;
-        });
-        break;
-      }
-      case op::batch_norm: {
-        const storage_order o = storage_order::of(p.output, n.out);
-        const auto [first, count] = norm_channels(o, o0, o1);
-        const auto& w = devices_[static_cast<std::size_t>(ipu)].weights[static_cast<std::size_t>(j)];
-        T* dst = own_exchange(ipu, tile, 0, 2 * count);
-        for (const std::size_t t : {scale_tensor, shift_tensor}) {  // scales first, then shifts
-          T* to = dst + (t == scale_tensor ? 0 : count);
-          const std::int64_t head = std::min(count, o.channels - first);
-          read_storage(ipu, w[t], first, head, to);
-          if (head < count) read_storage(ipu, w[t], 0, count - head, to + head);
-        }
-        break;
-      }
-      case op::add:
-      case op::multiply: {
-        if (p.step.kind != step_kind::remap) break;
-        // Each input stored otherwise than the output: this tile's share, in the output's order.
-        const storage_order o = storage_order::of(p.output, n.out);
-        std::int64_t at = 0;
-        for (int src : n.sources().subspan(1)) {
-          if (prog_.mapping_on(ipu, src) == p.output) continue;
-          const placement& in = input_on(ipu, src);
-          T* dst = own_exchange(ipu, tile, at, o1 - o0);
-          for (std::int64_t q = o0; q < o1;) {
-            const auto [pos, c] = o.locate(q);
-            const std::int64_t len = std::min(o1 - q, o.run(c, o.channels - c));
-            read_channels(ipu, in, pos, c, len, dst + (q - o0));
-            q += len;
-          }
-          at += o1 - o0;
-        }
-        break;
-      }
-      case op::concat: {  // the output is stored in logical order: gather each run from its input
-        const std::int64_t channels = n.out.channels();
-        T* dst = own_exchange(ipu, tile, 0, o1 - o0);
-        for (std::int64_t e = o0; e < o1;) {
-          const std::int64_t pos = e / channels, c = e % channels;
-          std::int64_t first = 0;  // the input holding channel c, and its first channel
-          int src = n.input();
-          for (int s : n.sources()) {
-            src = s;
-            if (c < first + prog_.at(s).out.channels()) break;
-            first += prog_.at(s).out.channels();
-          }
-          const std::int64_t len = std::min(o1 - e, first + prog_.at(src).out.channels() - c);
-          read_channels(ipu, input_on(ipu, src), pos, c - first, len, dst + (e - o0));
-          e += len;
-        }
-        break;
-      }
-      case op::max_pool:
-      case op::avg_pool: {
-        const auto [g, r0, r1] = pooling_window(n, o0, o1);
-        const std::int64_t c = n.out.channels();
-        T* dst = own_exchange(ipu, tile, 0, (r1 - r0) * g.in_width * c);
-        const placement& in = input_on(ipu, n.input());
-        for (std::int64_t r = r0; r < r1; ++r)
-          for (std::int64_t x = 0; x < g.in_width; ++x, dst += c) read_channels(ipu, in, r * g.in_width + x, 0, c, dst);
-        break;
-      }
-      case op::global_avg_pool: {
-        const std::int64_t c = n.out.channels(), hw = n.in.dim[1] * n.in.dim[2];
-        T* dst = own_exchange(ipu, tile, 0, (o1 - o0) * hw);
-        const placement& in = input_on(ipu, n.input());
-        for (std::int64_t e = o0; e < o1; ++e)
-          for (std::int64_t q = 0; q < hw; ++q) read_channels(ipu, in, e / c * hw + q, e % c, 1, dst++);
-        break;
-      }
-      case op::softmax: {
-        const std::int64_t c = n.out.channels();
-        const std::int64_t r0 = o0 / c, r1 = (o1 - 1) / c + 1;
-        T* dst = own_exchange(ipu, tile, 0, (r1 - r0) * c);
-        const placement& in = input_on(ipu, n.input());
-        for (std::int64_t r = r0; r < r1; ++r) read_channels(ipu, in, r, 0, c, dst + (r - r0) * c);
-        break;
-      }
-      case op::relu: break;
-    }
+    const tile_context c{*this, j, tile, s};
+    if (c.first == c.last && c.p.step.kind != step_kind::conv) return;
+    ops::visit(c.n.kind, [&]<class Op>(Op) { Op::kernel::exchange(c); });
   }
 
-  /// Compute phase of step `j` (slice `s`) on `tile`: its vertices, reading only its memory.
+  /// Compute phase of step `j` (slice `s`) on `tile`: its op's `compute` kernel, reading only
+  /// the tile's memory.
   void compute(int j, int tile, std::int64_t s) {
-    const node& n = prog_.at(j);
-    const node_plan& p = prog_.plan_of(j);
-    const int ipu = n.ipu;
-    const auto [o0, o1] = segment(p.output, tile);
-    if (o0 == o1) return;
-    T* y = own_activation(ipu, j, tile);
-    const auto operand = [&](int src) { return own_activation(ipu, src, tile); };
-    switch (n.kind) {
-      case op::input: std::copy_n(input_ + o0, o1 - o0, y); break;
-      case op::conv:
-      case op::dense: {
-        const std::int64_t u_begin = p.work.units.begin(tile);
-        const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, k = p.step.kernel;
-        const auto [per_block, b_first, b_last] = conv_blocks(p, tile);
-        const auto [a, e] = slice(p, tile, s);
-        const kernels::window_geometry g = geometry_of(n);
-        const tile_step& ts = devices_[static_cast<std::size_t>(ipu)].step[static_cast<std::size_t>(tile)];
-        Acc* partials = own<Acc>(ipu, tile, ts.temporaries, (e - a) * bc);
-        std::int64_t at = (b_last - b_first + 1) * per_block;
-        block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t u) {
-          const auto [r0, r1] = g.input_rows(p0, p1);
-          const std::int64_t window = (r1 - r0) * g.in_width * cin;
-          const T* w = own_exchange(ipu, tile, (b - b_first) * per_block, per_block);
-          const kernels::image_view<T> in{own_exchange(ipu, tile, at, window), r0, g.in_width * cin, cin};
-          kernels::conv<T, Acc, T>(g, in, kernels::weight_view<T>{w, cin, bc}, bc, p.step.bias ? w + k * k * cin * bc : nullptr,
-                                   p0, p1, partials, y + (u - u_begin) * bc, bc);
-          at += window;
-        });
-        break;
-      }
-      case op::batch_norm: {
-        const storage_order o = storage_order::of(p.output, n.out);
-        const auto [first, count] = norm_channels(o, o0, o1);
-        const T* params = own_exchange(ipu, tile, 0, 2 * count);
-        const T* x = operand(n.input());
-        for (std::int64_t q = o0; q < o1;) {
-          const auto [pos, c] = o.locate(q);
-          const std::int64_t len = std::min(o1 - q, o.run(c, o.channels - c));
-          const std::int64_t at = (c - first + o.channels) % o.channels;
-          kernels::affine(x + (q - o0), y + (q - o0), len, params + at, params + count + at);
-          q += len;
-        }
-        break;
-      }
-      case op::relu: kernels::relu(operand(n.input()), y, o1 - o0); break;
-      case op::add:
-      case op::multiply: {
-        std::array<const T*, max_inputs> inputs{};
-        std::int64_t at = 0;  // the exchange holds the remapped inputs in order
-        for (int k = 0; k < n.input_count; ++k) {
-          const int src = n.inputs[static_cast<std::size_t>(k)];
-          const bool local = k == 0 || prog_.mapping_on(ipu, src) == p.output;
-          inputs[static_cast<std::size_t>(k)] = local ? operand(src) : own_exchange(ipu, tile, at, o1 - o0);
-          at += local ? 0 : o1 - o0;
-        }
-        if (n.kind == op::add) {
-          kernels::sum(inputs.data(), n.input_count, y, o1 - o0);
-        } else {
-          kernels::product(inputs.data(), n.input_count, y, o1 - o0);
-        }
-        break;
-      }
-      case op::concat: std::copy_n(own_exchange(ipu, tile, 0, o1 - o0), o1 - o0, y); break;
-      case op::max_pool:
-      case op::avg_pool: {
-        const auto [g, r0, r1] = pooling_window(n, o0, o1);
-        const std::int64_t c = n.out.channels();
-        const kernels::image_view<T> in{own_exchange(ipu, tile, 0, (r1 - r0) * g.in_width * c), r0, g.in_width * c, c};
-        kernels::pool(n.kind == op::max_pool ? kernels::pool_kind::max : kernels::pool_kind::average, g, in, c, o0, o1, y);
-        break;
-      }
-      case op::global_avg_pool: {
-        const std::int64_t hw = n.in.dim[1] * n.in.dim[2];
-        const T* x = own_exchange(ipu, tile, 0, (o1 - o0) * hw);
-        for (std::int64_t e = o0; e < o1; ++e) y[e - o0] = kernels::mean(x + (e - o0) * hw, 1, hw);
-        break;
-      }
-      case op::softmax: {
-        const std::int64_t c = n.out.channels();
-        const std::int64_t r0 = o0 / c, r1 = (o1 - 1) / c + 1;
-        const T* x = own_exchange(ipu, tile, 0, (r1 - r0) * c);
-        for (std::int64_t r = r0; r < r1; ++r) {
-          const std::int64_t c0 = std::max(o0, r * c) - r * c, c1 = std::min(o1, (r + 1) * c) - r * c;
-          kernels::softmax_row(x + (r - r0) * c, c, c0, c1, y + (r * c + c0 - o0));
-        }
-        break;
-      }
-    }
+    const tile_context c{*this, j, tile, s};
+    if (c.first == c.last) return;
+    ops::visit(c.n.kind, [&]<class Op>(Op) { Op::kernel::compute(c); });
   }
 
   /// Reads the graph's output back from its tiles, in logical order.

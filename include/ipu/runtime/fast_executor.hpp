@@ -1,29 +1,24 @@
 #pragma once
 /// \file
 /// `runtime::fast_executor`: the fast mode of `ipu::engine`. The plan's steps over whole host
-/// tensors (NHWC), each step's work cut into host-sized items that the threads take in turn;
-/// exchange is only accounted for. With f32 partials, convolutions and dense layers run
-/// `kernels::packed_conv` (weights packed once, at construction), and the batch norm, residual
-/// add and ReLU that the plan fuses into a convolution (`node_plan::fused_into`) run in its
-/// epilogue: those steps then do nothing of their own. Each output gets the arithmetic of the
+/// tensors (NHWC): each step runs its op's `fast` kernel (`ipu/ops/kernels/`), which cuts the
+/// work into host-sized items that the threads take in turn; exchange is only accounted for.
+/// With f32 partials, convolutions and dense layers run `kernels::packed_conv` (weights packed
+/// once, at construction, by the kernel's `prepare`), and the batch norm, residual add and ReLU
+/// that the plan fuses into a convolution (`node_plan::fused_into`) run in its epilogue: those
+/// steps then do nothing of their own. Each output gets the arithmetic of the
 /// faithful mode, each fused step rounded as its own step rounds, so the two modes agree bit
 /// for bit, whatever the number of threads.
 
-#include <ipu/core/arith.hpp>
 #include <ipu/core/dtype.hpp>
-#include <ipu/kernels/conv.hpp>
-#include <ipu/kernels/packed_conv.hpp>
-#include <ipu/kernels/pointwise.hpp>
-#include <ipu/kernels/pool.hpp>
-#include <ipu/kernels/views.hpp>
+#include <ipu/ops/kernels.hpp>
 #include <ipu/runtime/execution.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 
 #include <algorithm>
-#include <array>
+#include <any>
 #include <atomic>
-#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -48,114 +43,59 @@ class fast_executor {
   /// Sets the batch the input step reads.
   void begin(const T* input) noexcept { input_ = input; }
 
-  /// Runs step `j` over whole host tensors.
+  /// What an op's `fast` kernel is handed for one step: its node and plan, the host tensors
+  /// (every output in logical order, NHWC or NC) and the threads.
+  class context {
+   public:
+    using value_type = T;      ///< the storage element type
+    using partials_type = Acc; ///< the partials type
+    const node& n;             ///< the step's node
+    const node_plan& p;        ///< its plan
+    const int index;           ///< its index
+
+    /// Step `j` of `e`.
+    context(fast_executor& e, int j) : n(e.prog_.at(j)), p(e.prog_.plan_of(j)), index(j), e_(e) {}
+
+    /// Node `k` of the program.
+    const node& node_at(int k) const noexcept { return e_.prog_.at(k); }
+    /// The host tensor of node `k`'s output (a node whose step writes it).
+    T* host(int k) const { return e_.host_of(k).data(); }
+    /// The step's output.
+    T* output() const { return host(index); }
+    /// The output of the step's input `k` (0: the main input).
+    const T* input(int k = 0) const { return host(n.inputs[static_cast<std::size_t>(k)]); }
+    /// The batch the input step copies.
+    const T* batch() const noexcept { return e_.input_; }
+    /// What the op's kernel `prepare`d for node `k` (default: this step's node), as `P`.
+    template <class P>
+    const P& params(int k = -1) const {
+      return std::any_cast<const P&>(e_.params_[static_cast<std::size_t>(k < 0 ? index : k)]);
+    }
+    /// Runs `work(item)` for `items` items spread over the threads.
+    template <class F>
+    void parallel(std::int64_t items, F&& work) const {
+      e_.parallel_items(items, work);
+    }
+    /// Runs `work(begin, end)` over `[0, count)` cut into parts, a few per thread (no more
+    /// parts than the output has positions).
+    template <class F>
+    void parallel_ranges(std::int64_t count, F&& work) const {
+      const std::int64_t parts_per_thread = 8;
+      const std::int64_t positions = n.out.elements() / n.out.channels();
+      const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>(positions, e_.team_.size() * parts_per_thread));
+      e_.parallel_items(parts, [&](std::int64_t k) { work(k * count / parts, (k + 1) * count / parts); });
+    }
+
+   private:
+    fast_executor& e_;
+  };
+
+  /// Runs step `j` over whole host tensors: its op's `fast` kernel, unless a convolution's
+  /// epilogue computes it.
   void step(int j) {
-    if (prog_.plan_of(j).fused_into >= 0) return;  // computed by its convolution
-    const node& n = prog_.at(j);
-    if constexpr (packed) {
-      if (n.kind == op::conv || n.kind == op::dense) return fused_conv(j);
-    }
-    const node_plan& p = prog_.plan_of(j);
-    T* y = host_of(j).data();
-    const std::int64_t elements = n.out.elements(), channels = n.out.channels();
-    const std::int64_t positions = elements / channels;
-    const std::int64_t items_per_thread = 8;
-    const std::int64_t items = std::max<std::int64_t>(1, std::min<std::int64_t>(positions, team_.size() * items_per_thread));
-    const auto range = [&](std::int64_t item, std::int64_t count) {
-      return std::pair{item * count / items, (item + 1) * count / items};
-    };
-    const T* x = n.input_count > 0 ? host_of(n.input()).data() : nullptr;
-    switch (n.kind) {
-      case op::input: std::copy_n(input_, elements, y); break;
-      case op::conv:
-      case op::dense: {
-        const packed_params& q = params_[static_cast<std::size_t>(j)];
-        const kernels::window_geometry g = geometry_of(n);
-        const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, c = n.in.channels();
-        const std::int64_t rows = p.step.kernel * p.step.kernel * cin;
-        const bool grouped = n.kind == op::conv && n.layer.groups > 1;
-        constexpr std::int64_t chunk = 64;  // positions per kernel call: the partials stay in cache
-        const std::int64_t per_block = detail::div_up(positions, chunk);
-        parallel_items(p.step.blocks * per_block, [&](std::int64_t item) {
-          thread_local std::vector<Acc> partials;
-          partials.resize(static_cast<std::size_t>(chunk * bc));
-          const std::int64_t b = item / per_block, p0 = item % per_block * chunk, p1 = std::min(positions, p0 + chunk);
-          const kernels::image_view<T> in{x + (grouped ? b * cin : 0), 0, g.in_width * c, c};
-          const kernels::weight_view<float> w{q.kernel.data() + b * rows * bc, cin, bc};
-          kernels::conv<T, Acc, float>(g, in, w, bc, q.bias.empty() ? nullptr : q.bias.data() + b * bc, p0, p1,
-                                       partials.data(), y + p0 * n.out.channels() + b * bc, n.out.channels());
-        });
-        break;
-      }
-      case op::batch_norm: {
-        const packed_params& q = params_[static_cast<std::size_t>(j)];
-        parallel_items(items, [&](std::int64_t item) {
-          const auto [p0, p1] = range(item, positions);
-          for (std::int64_t pos = p0; pos < p1; ++pos)
-            kernels::affine(x + pos * channels, y + pos * channels, channels, q.scale.data(), q.shift.data());
-        });
-        break;
-      }
-      case op::relu:
-        parallel_items(items, [&](std::int64_t item) {
-          const auto [e0, e1] = range(item, elements);
-          kernels::relu(x + e0, y + e0, e1 - e0);
-        });
-        break;
-      case op::add:
-      case op::multiply: {
-        std::array<const T*, max_inputs> inputs{};
-        for (int k = 0; k < n.input_count; ++k) inputs[static_cast<std::size_t>(k)] = host_of(n.inputs[static_cast<std::size_t>(k)]).data();
-        parallel_items(items, [&](std::int64_t item) {
-          const auto [e0, e1] = range(item, elements);
-          std::array<const T*, max_inputs> from{};
-          for (int k = 0; k < n.input_count; ++k) from[static_cast<std::size_t>(k)] = inputs[static_cast<std::size_t>(k)] + e0;
-          if (n.kind == op::add) {
-            kernels::sum(from.data(), n.input_count, y + e0, e1 - e0);
-          } else {
-            kernels::product(from.data(), n.input_count, y + e0, e1 - e0);
-          }
-        });
-        break;
-      }
-      case op::concat:
-        parallel_items(items, [&](std::int64_t item) {
-          const auto [p0, p1] = range(item, positions);
-          for (std::int64_t pos = p0; pos < p1; ++pos) {
-            T* to = y + pos * channels;
-            for (int src : n.sources()) {
-              const std::int64_t c = prog_.at(src).out.channels();
-              to = std::copy_n(host_of(src).data() + pos * c, c, to);
-            }
-          }
-        });
-        break;
-      case op::max_pool:
-      case op::avg_pool: {
-        const kernels::window_geometry g = geometry_of(n);
-        const auto kind = n.kind == op::max_pool ? kernels::pool_kind::max : kernels::pool_kind::average;
-        parallel_items(items, [&](std::int64_t item) {
-          const auto [p0, p1] = range(item, positions);
-          kernels::pool_positions(kind, g, kernels::image_view<T>{x, 0, g.in_width * channels, channels}, channels, p0, p1,
-                                  y + p0 * channels);
-        });
-        break;
-      }
-      case op::global_avg_pool: {
-        const std::int64_t hw = n.in.dim[1] * n.in.dim[2];
-        parallel_items(n.out.dim[0], [&](std::int64_t image) {
-          kernels::mean_pixels(x + image * hw * channels, channels, hw, y + image * channels);
-        });
-        break;
-      }
-      case op::softmax:
-        parallel_items(items, [&](std::int64_t item) {
-          const auto [r0, r1] = range(item, positions);
-          for (std::int64_t r = r0; r < r1; ++r)
-            kernels::softmax_row(x + r * channels, channels, 0, channels, y + r * channels);
-        });
-        break;
-    }
+    if (prog_.plan_of(j).fused_into >= 0) return;
+    const context c{*this, j};
+    ops::visit(prog_.at(j).kind, [&]<class Op>(Op) { Op::kernel::fast(c); });
   }
 
   /// Copies the graph's output, in logical order, to `output`.
@@ -166,45 +106,14 @@ class fast_executor {
   }
 
  private:
-  struct packed_params {
-    std::vector<float> kernel;  // f16 partials: conv/dense kernels block-major [b][kh][kw][ci][bc]
-    kernels::packed_conv<T> conv;  // f32 partials
-    std::vector<float> bias, scale, shift;
-  };
-
-  /// Partials in f32, so convolutions run `packed_conv`.
-  static constexpr bool packed = std::same_as<Acc, float>;
-
+  /// What each node's kernel prepared (`prepare`), by node.
   void prepare_parameters(const parameter_set& params) {
     params_.resize(static_cast<std::size_t>(prog_.size()));
-    const auto round_to_t = round_to<T>;
-    for (int j = 0; j < prog_.size(); ++j) {
-      const node& n = prog_.at(j);
-      const node_plan& p = prog_.plan_of(j);
-      packed_params& q = params_[static_cast<std::size_t>(j)];
-      const auto& src = params[static_cast<std::size_t>(j)];
-      if ((n.kind == op::conv || n.kind == op::dense) && packed) {
-        std::vector<float> kernel(src[kernel_tensor].size());
-        std::transform(src[kernel_tensor].begin(), src[kernel_tensor].end(), kernel.begin(), round_to_t);
-        q.conv = kernels::packed_conv<T>(conv_shape_of(n), kernel);
-        if (n.kind == op::dense)
-          for (float x : src[bias_tensor]) q.bias.push_back(round_to_t(x));
-      } else if (n.kind == op::conv || n.kind == op::dense) {
-        const std::int64_t rows = p.step.kernel * p.step.kernel * p.step.in_channels, bc = p.step.block_channels;
-        const std::int64_t out = n.out.channels();
-        q.kernel.resize(static_cast<std::size_t>(p.step.blocks * rows * bc));
-        for (std::int64_t b = 0; b < p.step.blocks; ++b)
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t c = 0; c < bc; ++c)
-              q.kernel[static_cast<std::size_t>((b * rows + r) * bc + c)] =
-                  round_to_t(src[kernel_tensor][static_cast<std::size_t>(r * out + b * bc + c)]);
-        if (n.kind == op::dense)
-          for (float x : src[bias_tensor]) q.bias.push_back(round_to_t(x));
-      } else if (n.kind == op::batch_norm) {
-        for (float x : src[scale_tensor]) q.scale.push_back(round_to_t(x));
-        for (float x : src[shift_tensor]) q.shift.push_back(round_to_t(x));
-      }
-    }
+    for (int j = 0; j < prog_.size(); ++j)
+      ops::visit(prog_.at(j).kind, [&]<class Op>(Op) {
+        params_[static_cast<std::size_t>(j)] =
+            Op::kernel::template prepare<T, Acc>(prog_.at(j), prog_.plan_of(j), params[static_cast<std::size_t>(j)]);
+      });
   }
 
   /// The step that writes node `j`'s output, or -1 when no step does (fused away).
@@ -262,33 +171,10 @@ class fast_executor {
     });
   }
 
-  /// A convolution (or dense layer) with the steps fused into it.
-  void fused_conv(int j) {
-    const int end = prog_.plan_of(j).fused_end;
-    const packed_params& q = params_[static_cast<std::size_t>(j)];
-    kernels::epilogue<T> e;
-    if (!q.bias.empty()) e.bias = q.bias.data();
-    int previous = j;
-    for (int k = j + 1; k <= end; previous = k++) {
-      const node& n = prog_.at(k);
-      if (n.kind == op::batch_norm) {
-        e.scale = params_[static_cast<std::size_t>(k)].scale.data();
-        e.shift = params_[static_cast<std::size_t>(k)].shift.data();
-      } else if (n.kind == op::add) {
-        e.residual = host_of(n.inputs[0] == previous ? n.inputs[1] : n.inputs[0]).data();
-      } else {
-        e.relu = true;
-      }
-    }
-    const T* x = host_of(prog_.at(j).input()).data();
-    T* y = host_of(end).data();
-    parallel_items(q.conv.work_items(), [&](std::int64_t item) { q.conv.run(x, y, e, item); });
-  }
-
   const program& prog_;
   team& team_;
   const T* input_ = nullptr;
-  std::vector<packed_params> params_;
+  std::vector<std::any> params_;  // per node: what its kernel prepared
   std::vector<int> slot_;  // per node: the host buffer its output is written to
   std::vector<std::vector<T>> host_;
 };

@@ -1,0 +1,92 @@
+#pragma once
+/// \file
+/// The kernel of `ops::add` and `ops::multiply`: `kernels::sum` or `kernels::product` of the
+/// inputs, element by element in input order. In faithful mode each input stored otherwise
+/// than the output first arrives in the tile's exchange buffer, in the output's order. In a
+/// fused convolution's epilogue, an add sets the residual: its input other than the
+/// convolution's chain.
+
+#include <ipu/ops/add.hpp>
+#include <ipu/ops/kernels/kernel.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+namespace ipu::ops {
+
+/// The kernel of `add` and `multiply` (see the file comment).
+struct elementwise_join::kernel : kernel_base {
+  /// The whole output, in parts over the threads.
+  template <class Ctx>
+  static void fast(const Ctx& c) {
+    using T = typename Ctx::value_type;
+    const node& n = c.n;
+    std::array<const T*, max_inputs> inputs{};
+    for (int k = 0; k < n.input_count; ++k) inputs[static_cast<std::size_t>(k)] = c.input(k);
+    T* y = c.output();
+    c.parallel_ranges(n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
+      std::array<const T*, max_inputs> from{};
+      for (int k = 0; k < n.input_count; ++k) from[static_cast<std::size_t>(k)] = inputs[static_cast<std::size_t>(k)] + e0;
+      apply(n.kind, from.data(), n.input_count, y + e0, e1 - e0);
+    });
+  }
+
+  /// Node `k` (an add), fused after node `previous`: the residual is its other input.
+  template <class T, class Ctx>
+  static void fuse(kernels::epilogue<T>& e, const Ctx& c, int k, int previous) {
+    const node& n = c.node_at(k);
+    e.residual = c.host(n.inputs[0] == previous ? n.inputs[1] : n.inputs[0]);
+  }
+
+  /// Each input mapped otherwise than the output: the tile's share, in the output's order.
+  template <class Ctx>
+  static void exchange(const Ctx& c) {
+    const node& n = c.n;
+    if (c.p.step.kind != step_kind::remap) return;
+    const storage_order o = storage_order::of(c.p.output, n.out);
+    std::int64_t at = 0;
+    for (int src : n.sources().subspan(1)) {
+      if (c.mapping_of(src) == c.p.output) continue;
+      const auto& in = c.input(src);
+      auto* dst = c.exchange_buffer(at, c.last - c.first);
+      for (std::int64_t q = c.first; q < c.last;) {
+        const auto [pos, ch] = o.locate(q);
+        const std::int64_t len = std::min(c.last - q, o.run(ch, o.channels - ch));
+        c.read_channels(in, pos, ch, len, dst + (q - c.first));
+        q += len;
+      }
+      at += c.last - c.first;
+    }
+  }
+
+  /// The tile's elements, each input read in place or from the exchange buffer.
+  template <class Ctx>
+  static void compute(const Ctx& c) {
+    using T = typename Ctx::value_type;
+    const node& n = c.n;
+    const std::int64_t count = c.last - c.first;
+    std::array<const T*, max_inputs> inputs{};
+    std::int64_t at = 0;  // the exchange holds the remapped inputs in order
+    for (int k = 0; k < n.input_count; ++k) {
+      const int src = n.inputs[static_cast<std::size_t>(k)];
+      const bool local = k == 0 || c.mapping_of(src) == c.p.output;
+      inputs[static_cast<std::size_t>(k)] = local ? c.operand(src) : c.exchange_buffer(at, count);
+      at += local ? 0 : count;
+    }
+    apply(n.kind, inputs.data(), n.input_count, c.output(), count);
+  }
+
+ private:
+  /// The sum or the product of `inputs` arrays of `count` elements.
+  template <class T>
+  static void apply(op kind, const T* const* inputs, int inputs_count, T* y, std::int64_t count) {
+    if (kind == op::add) {
+      kernels::sum(inputs, inputs_count, y, count);
+    } else {
+      kernels::product(inputs, inputs_count, y, count);
+    }
+  }
+};
+
+}  // namespace ipu::ops

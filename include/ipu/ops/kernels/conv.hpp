@@ -1,0 +1,206 @@
+#pragma once
+/// \file
+/// `ops::matmul_kernel`, the kernel of `ops::conv` and `ops::dense` (a dense layer is a 1x1
+/// convolution over its N positions, with a bias).
+///
+/// - Fast mode, f32 partials: `kernels::packed_conv` over whole tensors, the weights packed
+///   once; the batch norm, residual add and ReLU the plan fuses into the step
+///   (`node_plan::fused_end`) run in its epilogue, each through its op's `fuse`.
+/// - Fast mode, f16 partials: `kernels::conv` over chunks of 64 positions per output-channel
+///   block, the weights block-major `[block][kh][kw][ci][bc]`.
+/// - Faithful mode: each working tile receives the weights (and bias) of the blocks it
+///   computes, then per serial slice the input windows of its positions, and runs
+///   `kernels::conv` on each run of units of one block.
+
+#include <ipu/core/arith.hpp>
+#include <ipu/ops/conv.hpp>
+#include <ipu/ops/dense.hpp>
+#include <ipu/ops/kernels/kernel.hpp>
+
+#include <algorithm>
+#include <any>
+#include <concepts>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace ipu::ops {
+
+/// The kernel of `conv` and `dense` (see the file comment).
+struct matmul_kernel : kernel_base {
+  /// The device tensors by name: the kernel (both ops) and the bias (`dense`).
+  static constexpr std::size_t kernel_tensor = device_index<conv>("kernel");
+  static_assert(kernel_tensor == device_index<dense>("kernel"));
+  /// \copydoc kernel_tensor
+  static constexpr std::size_t bias_tensor = device_index<dense>("bias");
+
+  /// Fast mode, f32 partials: the packed weights and the bias, rounded to `T`.
+  template <ElementType T>
+  struct packed {
+    kernels::packed_conv<T> conv;  ///< the weights, packed
+    std::vector<float> bias;       ///< empty for a conv
+  };
+  /// Fast mode, f16 partials: the weights block-major and the bias, rounded to `T`.
+  struct blocked {
+    std::vector<float> kernel;  ///< `[block][kh][kw][ci][bc]`
+    std::vector<float> bias;    ///< empty for a conv
+  };
+
+  /// The `packed_conv` shape of a conv node, or of a dense layer as a 1x1 conv over N positions.
+  static kernels::conv_shape conv_shape_of(const node& n) noexcept {
+    if (n.kind == op::dense) return {n.in.dim[0], 1, 1, n.in.channels(), n.out.channels(), 1, 1, 1};
+    return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.channels(), n.out.channels(), n.layer.kernel, n.layer.stride,
+            n.layer.groups};
+  }
+
+  /// `packed<T>` with f32 partials, else `blocked`.
+  template <ElementType T, class Acc>
+  static std::any prepare(const node& n, const node_plan& p, device_values tensors) {
+    const std::vector<float>& kernel = tensors[kernel_tensor];
+    std::vector<float> bias;
+    if (n.kind == op::dense) bias = rounded<T>(tensors[bias_tensor]);
+    if constexpr (std::same_as<Acc, float>) {
+      return packed<T>{kernels::packed_conv<T>(conv_shape_of(n), rounded<T>(kernel)), std::move(bias)};
+    } else {
+      const std::int64_t rows = p.step.kernel * p.step.kernel * p.step.in_channels, bc = p.step.block_channels;
+      const std::int64_t out = n.out.channels();
+      blocked q{std::vector<float>(static_cast<std::size_t>(p.step.blocks * rows * bc)), std::move(bias)};
+      for (std::int64_t b = 0; b < p.step.blocks; ++b)
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t c = 0; c < bc; ++c)
+            q.kernel[static_cast<std::size_t>((b * rows + r) * bc + c)] =
+                round_to<T>(kernel[static_cast<std::size_t>(r * out + b * bc + c)]);
+      return q;
+    }
+  }
+
+  /// The whole step (and, with f32 partials, the steps fused into it).
+  template <class Ctx>
+  static void fast(const Ctx& c) {
+    using T = typename Ctx::value_type;
+    using Acc = typename Ctx::partials_type;
+    const T* x = c.input();
+    if constexpr (std::same_as<Acc, float>) {
+      const auto& q = c.template params<packed<T>>();
+      kernels::epilogue<T> e;
+      if (!q.bias.empty()) e.bias = q.bias.data();
+      const int end = c.p.fused_end;
+      for (int k = c.index + 1, previous = c.index; k <= end; previous = k++)
+        visit(c.node_at(k).kind, [&]<class Op>(Op) {
+          if constexpr (Op::epilogue_order > 0) Op::kernel::fuse(e, c, k, previous);
+        });
+      T* y = c.host(end);
+      c.parallel(q.conv.work_items(), [&](std::int64_t item) { q.conv.run(x, y, e, item); });
+    } else {
+      const auto& q = c.template params<blocked>();
+      const node& n = c.n;
+      const step_model& s = c.p.step;
+      const kernels::window_geometry g = geometry_of(n);
+      const std::int64_t bc = s.block_channels, cin = s.in_channels, channels = n.in.channels();
+      const std::int64_t rows = s.kernel * s.kernel * cin, positions = n.out.elements() / n.out.channels();
+      const bool grouped = n.kind == op::conv && n.layer.groups > 1;
+      constexpr std::int64_t chunk = 64;  // positions per kernel call: the partials stay in cache
+      const std::int64_t per_block = detail::div_up(positions, chunk);
+      T* y = c.output();
+      c.parallel(s.blocks * per_block, [&](std::int64_t item) {
+        thread_local std::vector<Acc> partials;
+        partials.resize(static_cast<std::size_t>(chunk * bc));
+        const std::int64_t b = item / per_block, p0 = item % per_block * chunk, p1 = std::min(positions, p0 + chunk);
+        const kernels::image_view<T> in{x + (grouped ? b * cin : 0), 0, g.in_width * channels, channels};
+        const kernels::weight_view<float> w{q.kernel.data() + b * rows * bc, cin, bc};
+        kernels::conv<T, Acc, float>(g, in, w, bc, q.bias.empty() ? nullptr : q.bias.data() + b * bc, p0, p1,
+                                     partials.data(), y + p0 * n.out.channels() + b * bc, n.out.channels());
+      });
+    }
+  }
+
+  /// Gathers the weights (and bias) of each block the tile computes, once, then the input
+  /// windows of the slice's positions; the windows follow the weights.
+  template <class Ctx>
+  static void exchange(const Ctx& c) {
+    using T = typename Ctx::value_type;
+    const node& n = c.n;
+    const node_plan& p = c.p;
+    if (c.tile >= p.work.tiles() || p.work.units.elements_on(c.tile) == 0) return;
+    const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, k = p.step.kernel;
+    const auto [per_block, b_first, b_last] = blocks_on(p, c.tile);
+    if (c.slice == 0)
+      for (std::int64_t b = b_first; b <= b_last; ++b) {
+        T* dst = c.exchange_buffer((b - b_first) * per_block, per_block);
+        for (std::int64_t r = 0; r < k * k * cin; ++r)
+          c.read_storage(c.weights(kernel_tensor), r * n.out.channels() + b * bc, bc, dst + r * bc);
+        if (p.step.bias) c.read_storage(c.weights(bias_tensor), b * bc, bc, dst + k * k * cin * bc);
+      }
+    const auto [a, e] = slice_of(p, c.tile, c.slice);
+    const kernels::window_geometry g = geometry_of(n);
+    const auto& in = c.input(n.input());
+    const bool grouped = n.kind == op::conv && n.layer.groups > 1;
+    std::int64_t at = (b_last - b_first + 1) * per_block;
+    block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t) {
+      const auto [r0, r1] = g.input_rows(p0, p1);
+      T* dst = c.exchange_buffer(at, (r1 - r0) * g.in_width * cin);
+      for (std::int64_t r = r0; r < r1; ++r)
+        for (std::int64_t x = 0; x < g.in_width; ++x, dst += cin)
+          c.read_channels(in, r * g.in_width + x, grouped ? b * cin : 0, cin, dst);
+      at += (r1 - r0) * g.in_width * cin;
+    });
+  }
+
+  /// `kernels::conv` on each run of the slice's units of one block, partials in the tile's
+  /// temporaries.
+  template <class Ctx>
+  static void compute(const Ctx& c) {
+    using T = typename Ctx::value_type;
+    using Acc = typename Ctx::partials_type;
+    const node_plan& p = c.p;
+    const std::int64_t u_begin = p.work.units.begin(c.tile);
+    const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, k = p.step.kernel;
+    const auto [per_block, b_first, b_last] = blocks_on(p, c.tile);
+    const auto [a, e] = slice_of(p, c.tile, c.slice);
+    const kernels::window_geometry g = geometry_of(c.n);
+    Acc* partials = c.partials((e - a) * bc);
+    T* y = c.output();
+    std::int64_t at = (b_last - b_first + 1) * per_block;
+    block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t u) {
+      const auto [r0, r1] = g.input_rows(p0, p1);
+      const std::int64_t window = (r1 - r0) * g.in_width * cin;
+      const T* w = c.exchange_buffer((b - b_first) * per_block, per_block);
+      const kernels::image_view<T> in{c.exchange_buffer(at, window), r0, g.in_width * cin, cin};
+      kernels::conv<T, Acc, T>(g, in, kernels::weight_view<T>{w, cin, bc}, bc, p.step.bias ? w + k * k * cin * bc : nullptr,
+                               p0, p1, partials, y + (u - u_begin) * bc, bc);
+      at += window;
+    });
+  }
+
+ private:
+  /// A working tile's exchange layout: each block it computes has `per_block` elements of
+  /// weights (and bias) at the start of the buffer, blocks `[first, last]`.
+  struct block_layout {
+    std::int64_t per_block, first, last;
+  };
+  static block_layout blocks_on(const node_plan& p, int tile) noexcept {
+    const std::int64_t k = p.step.kernel;
+    const std::int64_t per_block = (k * k * p.step.in_channels + (p.step.bias ? 1 : 0)) * p.step.block_channels;
+    return {per_block, p.work.units.begin(tile) / p.step.positions, (p.work.units.end(tile) - 1) / p.step.positions};
+  }
+
+  /// Units `[begin, end)` of serial slice `k` of tile `tile`.
+  static std::pair<std::int64_t, std::int64_t> slice_of(const node_plan& p, int tile, std::int64_t k) noexcept {
+    const std::int64_t begin = p.work.units.begin(tile), end = p.work.units.end(tile);
+    const std::int64_t len = detail::div_up(end - begin, p.step.serial);
+    return {std::min(end, begin + k * len), std::min(end, begin + (k + 1) * len)};
+  }
+
+  /// Calls `f(block, first position, last position, first unit)` for each block run of units `[u0, u1)`.
+  template <class F>
+  static void block_runs(const node_plan& p, std::int64_t u0, std::int64_t u1, F&& f) {
+    const std::int64_t positions = p.step.positions;
+    for (std::int64_t u = u0; u < u1;) {
+      const std::int64_t b = u / positions, end = std::min(u1, (b + 1) * positions);
+      f(b, u - b * positions, end - b * positions, u);
+      u = end;
+    }
+  }
+};
+
+}  // namespace ipu::ops

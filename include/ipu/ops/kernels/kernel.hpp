@@ -1,0 +1,76 @@
+#pragma once
+/// \file
+/// What every op's kernel builds on. An op names its kernel in its header (`struct kernel;` in
+/// `ipu/ops/<op>.hpp`, which the plan reads without any host code) and defines it in
+/// `ipu/ops/kernels/<op>.hpp`: a struct of static member templates, each handed a context by
+/// an executor.
+///
+/// | member | mode | what it does |
+/// |---|---|---|
+/// | `prepare<T, Acc>(n, p, tensors)` | fast | the node's device tensors as `fast` reads them, once per engine (`std::any`; none by default) |
+/// | `fast(c)` | fast | the step's whole output over host tensors (`runtime::fast_executor::context`) |
+/// | `fuse(e, c, k, previous)` | fast | for an op with `epilogue_order > 0`: sets its part of a convolution's epilogue |
+/// | `exchange(c)` | faithful | gathers into a tile's exchange buffer what its `compute` reads (nothing by default; `runtime::faithful_executor::tile_context`) |
+/// | `compute(c)` | faithful | the tile's share of the output, from the tile's own memory |
+///
+/// Both modes give the same bits: each output element gets the same arithmetic, in the same
+/// order, whatever the partition into work items or tiles.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/graph/node.hpp>
+#include <ipu/kernels/conv.hpp>
+#include <ipu/kernels/packed_conv.hpp>
+#include <ipu/kernels/pointwise.hpp>
+#include <ipu/kernels/pool.hpp>
+#include <ipu/kernels/views.hpp>
+#include <ipu/ops/registry.hpp>
+#include <ipu/plan/node_plan.hpp>
+#include <ipu/target/layout.hpp>
+
+#include <algorithm>
+#include <any>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ipu::ops {
+
+/// A node's device tensors in f32, in the order of its op's `device_tensors`.
+using device_values = std::span<const std::vector<float>>;
+
+/// The defaults of a kernel: no prepared tensors, nothing to exchange.
+struct kernel_base {
+  /// No prepared tensors.
+  template <ElementType T, class Acc>
+  static std::any prepare(const node&, const node_plan&, device_values) {
+    return {};
+  }
+  /// Nothing to gather: the tile computes from its own activations.
+  template <class Ctx>
+  static void exchange(const Ctx&) {}
+};
+
+/// `x` rounded to `T` and widened back to f32.
+template <ElementType T>
+float round_to(float x) noexcept {
+  return kernels::widen(static_cast<T>(x));
+}
+
+/// `values` rounded to `T`, in f32.
+template <ElementType T>
+std::vector<float> rounded(std::span<const float> values) {
+  std::vector<float> r(values.size());
+  std::transform(values.begin(), values.end(), r.begin(), round_to<T>);
+  return r;
+}
+
+/// The sliding-window geometry of a conv or pooling node (a global pooling is a 1x1 window
+/// over every pixel); empty for a dense layer.
+inline kernels::window_geometry geometry_of(const node& n) noexcept {
+  if (n.kind == op::dense) return {};
+  const std::int64_t k = n.kind == op::global_avg_pool ? 1 : n.layer.kernel;
+  return kernels::window_geometry::same(n.in.dim[1], n.in.dim[2], n.out.dim[1], n.out.dim[2], k, n.layer.stride);
+}
+
+}  // namespace ipu::ops

@@ -65,7 +65,7 @@ constexpr std::array<shape_use, Count> distinct_convs(const std::array<ipu::node
   std::array<shape_use, Count> out{};
   std::size_t found = 0;
   for (const ipu::node& n : table) {
-    if (n.kind != ipu::op::conv) continue;
+    if (n.kind != ipu::op_of<ipu::ops::conv>) continue;
     std::size_t k = 0;
     while (k < found && !(out[k].shape == shape_of(n))) ++k;
     if (k == found && found < Count) out[found++].shape = shape_of(n);
@@ -78,9 +78,9 @@ template <std::size_t N>
 constexpr std::size_t distinct_conv_count(const std::array<ipu::node, N>& table) noexcept {
   std::size_t found = 0;
   for (std::size_t j = 0; j < N; ++j) {
-    if (table[j].kind != ipu::op::conv) continue;
+    if (table[j].kind != ipu::op_of<ipu::ops::conv>) continue;
     bool seen = false;
-    for (std::size_t i = 0; i < j; ++i) seen = seen || (table[i].kind == ipu::op::conv && shape_of(table[i]) == shape_of(table[j]));
+    for (std::size_t i = 0; i < j; ++i) seen = seen || (table[i].kind == ipu::op_of<ipu::ops::conv> && shape_of(table[i]) == shape_of(table[j]));
     found += seen ? 0 : 1;
   }
   return found;

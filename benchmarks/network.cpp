@@ -33,9 +33,26 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace {
+
+/// The library's ops, as a tag to switch on.
+enum class op_tag { input, conv, batch_norm, relu, max_pool, avg_pool, global_avg_pool, dense, softmax, add, concat, multiply };
+
+op_tag tag_of(ipu::op o) {
+  using namespace ipu::ops;
+  using ipu::op_of;
+  const std::pair<ipu::op, op_tag> tags[] = {
+      {op_of<input>, op_tag::input},       {op_of<conv>, op_tag::conv},       {op_of<batch_norm>, op_tag::batch_norm},
+      {op_of<relu>, op_tag::relu},         {op_of<max_pool>, op_tag::max_pool}, {op_of<avg_pool>, op_tag::avg_pool},
+      {op_of<global_avg_pool>, op_tag::global_avg_pool}, {op_of<dense>, op_tag::dense}, {op_of<softmax>, op_tag::softmax},
+      {op_of<add>, op_tag::add},           {op_of<concat>, op_tag::concat},   {op_of<multiply>, op_tag::multiply}};
+  for (const auto& [op, tag] : tags)
+    if (op == o) return tag;
+  throw std::logic_error("bench_network: no oneDNN step for " + std::string(ipu::name_of(o)));
+}
 
 constexpr ipu::options seed_options{.available_memory_proportion = {3, 10}};
 
@@ -151,7 +168,7 @@ class onednn_network {
   /// The nodes whose values `op` reads.
   static std::vector<int> inputs_of(const fused_op& op) {
     std::vector<int> in{table[static_cast<std::size_t>(op.first)].input()};
-    if (table[static_cast<std::size_t>(op.first)].kind == ipu::op::add) in.push_back(table[static_cast<std::size_t>(op.first)].inputs[1]);
+    if (table[static_cast<std::size_t>(op.first)].kind == ipu::op_of<ipu::ops::add>) in.push_back(table[static_cast<std::size_t>(op.first)].inputs[1]);
     if (op.other >= 0 && op.first != op.add) in.push_back(op.other);
     std::sort(in.begin(), in.end());
     in.erase(std::unique(in.begin(), in.end()), in.end());
@@ -163,7 +180,7 @@ class onednn_network {
     std::vector<int> uses(static_cast<std::size_t>(node_count), 0), user(static_cast<std::size_t>(node_count), -1);
     for (int j = 1; j < node_count; ++j) {
       const ipu::node& n = table[static_cast<std::size_t>(j)];
-      for (int in : {n.input(), n.kind == ipu::op::add && n.inputs[1] != n.input() ? n.inputs[1] : -1})
+      for (int in : {n.input(), n.kind == ipu::op_of<ipu::ops::add> && n.inputs[1] != n.input() ? n.inputs[1] : -1})
         if (in >= 0) ++uses[static_cast<std::size_t>(in)], user[static_cast<std::size_t>(in)] = j;
     }
     std::vector<bool> taken(static_cast<std::size_t>(node_count), false);
@@ -174,7 +191,7 @@ class onednn_network {
       if (uses[static_cast<std::size_t>(v)] != 1 || taken[static_cast<std::size_t>(u)]) return -1;
       const ipu::node& n = table[static_cast<std::size_t>(u)];
       if (n.kind != k) return -1;
-      if (k == ipu::op::add) return n.input() != n.inputs[1] ? u : -1;
+      if (k == ipu::op_of<ipu::ops::add>) return n.input() != n.inputs[1] ? u : -1;
       return n.input() == v ? u : -1;
     };
     for (int j = 1; j < node_count; ++j) {
@@ -185,20 +202,20 @@ class onednn_network {
         taken[static_cast<std::size_t>(k)] = true;
         op.last = k;
       };
-      if (n.kind == ipu::op::conv || n.kind == ipu::op::dense) {
-        if (const int k = sole_reader(op.last, ipu::op::batch_norm); k >= 0) op.norm = k, absorb(k);
-        if (const int k = sole_reader(op.last, ipu::op::add); k >= 0) {
+      if (n.kind == ipu::op_of<ipu::ops::conv> || n.kind == ipu::op_of<ipu::ops::dense>) {
+        if (const int k = sole_reader(op.last, ipu::op_of<ipu::ops::batch_norm>); k >= 0) op.norm = k, absorb(k);
+        if (const int k = sole_reader(op.last, ipu::op_of<ipu::ops::add>); k >= 0) {
           const ipu::node& a = table[static_cast<std::size_t>(k)];
           op.add = k;
           op.other = a.input() == op.last ? a.inputs[1] : a.input();
           absorb(k);
         }
-      } else if (n.kind == ipu::op::add) {
+      } else if (n.kind == ipu::op_of<ipu::ops::add>) {
         op.add = j;
         op.other = n.inputs[1];
       }
-      if (n.kind == ipu::op::conv || n.kind == ipu::op::dense || n.kind == ipu::op::add || n.kind == ipu::op::batch_norm)
-        if (const int k = sole_reader(op.last, ipu::op::relu); k >= 0) op.relu = true, absorb(k);
+      if (n.kind == ipu::op_of<ipu::ops::conv> || n.kind == ipu::op_of<ipu::ops::dense> || n.kind == ipu::op_of<ipu::ops::add> || n.kind == ipu::op_of<ipu::ops::batch_norm>)
+        if (const int k = sole_reader(op.last, ipu::op_of<ipu::ops::relu>); k >= 0) op.relu = true, absorb(k);
       ops_.push_back(op);
     }
     std::stable_sort(ops_.begin(), ops_.end(), [](const fused_op& a, const fused_op& b) { return a.last < b.last; });
@@ -270,16 +287,16 @@ class onednn_network {
     const ipu::node& last = table[static_cast<std::size_t>(op.last)];
     const auto forward = dnnl::prop_kind::forward_inference;
     step s;
-    switch (n.kind) {
-      case ipu::op::conv:
-      case ipu::op::dense: {
+    switch (tag_of(n.kind)) {
+      case op_tag::conv:
+      case op_tag::dense: {
         const bool sum = op.add >= 0;
         const std::int64_t out = n.out.channels();
         // Batch norm folded: weights times the folded scale, bias the folded shift (plus the
         // dense bias times the scale).
         std::vector<float> kernel(w.of_node(op.first)["kernel"].begin(), w.of_node(op.first)["kernel"].end());
         std::vector<float> bias(static_cast<std::size_t>(out), 0.0f);
-        if (n.kind == ipu::op::dense) std::ranges::copy(w.of_node(op.first)["bias"], bias.begin());
+        if (n.kind == ipu::op_of<ipu::ops::dense>) std::ranges::copy(w.of_node(op.first)["bias"], bias.begin());
         if (op.norm >= 0) {
           const ipu::layer_weights& bn = w.of_node(op.norm);
           for (std::size_t c = 0; c < bias.size(); ++c) {
@@ -290,9 +307,9 @@ class onednn_network {
             bias[c] = bias[c] * scale + shift;
           }
         }
-        const bool has_bias = n.kind == ipu::op::dense || op.norm >= 0;
+        const bool has_bias = n.kind == ipu::op_of<ipu::ops::dense> || op.norm >= 0;
         const dnnl::primitive_attr attr = post_ops(sum, op.relu);
-        if (n.kind == ipu::op::conv) {
+        if (n.kind == ipu::op_of<ipu::ops::conv>) {
           const ipu::kernels::conv_shape cs = conv_shape_of(n);
           const auto pd = ipu_bench::conv_primitive(cs, has_bias, attr, engine_);
           s.primitive = dnnl::convolution_forward(pd);
@@ -321,7 +338,7 @@ class onednn_network {
         }
         break;
       }
-      case ipu::op::batch_norm: {
+      case op_tag::batch_norm: {
         const ipu::layer_weights& bn = w.of_node(op.first);
         auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                      dnnl::normalization_flags::use_shift;
@@ -338,14 +355,14 @@ class onednn_network {
         s.args[DNNL_ARG_DST] = user_memory(desc_of(last.out), op.last);
         break;
       }
-      case ipu::op::relu: {
+      case op_tag::relu: {
         using elt = dnnl::eltwise_forward;
         s.primitive = elt(elt::primitive_desc(elt::desc(forward, dnnl::algorithm::eltwise_relu, desc_of(n.in), 0.0f, 0.0f), engine_));
         s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input());
         s.args[DNNL_ARG_DST] = user_memory(desc_of(n.out), op.last);
         break;
       }
-      case ipu::op::add: {
+      case op_tag::add: {
         const memory::desc d = desc_of(n.out);
         s.primitive = dnnl::binary(dnnl::binary::primitive_desc(dnnl::binary::desc(dnnl::algorithm::binary_add, d, d, d),
                                                                 post_ops(false, op.relu), engine_));
@@ -354,16 +371,16 @@ class onednn_network {
         s.args[DNNL_ARG_DST] = user_memory(d, op.last);
         break;
       }
-      case ipu::op::max_pool:
-      case ipu::op::avg_pool:
-      case ipu::op::global_avg_pool: {
-        const bool global = n.kind == ipu::op::global_avg_pool;
+      case op_tag::max_pool:
+      case op_tag::avg_pool:
+      case op_tag::global_avg_pool: {
+        const bool global = n.kind == ipu::op_of<ipu::ops::global_avg_pool>;
         const std::int64_t h = n.in.dim[1], wd = n.in.dim[2], k = global ? 0 : n.layer.kernel, st = global ? 1 : n.layer.stride;
         const memory::desc src = desc_of(n.in);
         const memory::desc dst = global ? ipu_bench::activation_desc(n.in.dim[0], 1, 1, n.in.dim[3]) : desc_of(n.out);
         const auto [top, bottom] = global ? std::pair<std::int64_t, std::int64_t>{0, 0} : ipu_bench::same_padding(h, n.out.dim[1], k, st);
         const auto [left, right] = global ? std::pair<std::int64_t, std::int64_t>{0, 0} : ipu_bench::same_padding(wd, n.out.dim[2], k, st);
-        const auto algo = n.kind == ipu::op::max_pool ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+        const auto algo = n.kind == ipu::op_of<ipu::ops::max_pool> ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
         using pool = dnnl::pooling_forward;
         const pool::desc d(forward, algo, src, dst, {st, st}, global ? memory::dims{h, wd} : memory::dims{k, k}, {top, left},
                            {bottom, right});
@@ -372,7 +389,7 @@ class onednn_network {
         s.args[DNNL_ARG_DST] = user_memory(dst, op.last);
         break;
       }
-      case ipu::op::softmax: {
+      case op_tag::softmax: {
         using sm = dnnl::softmax_forward;
         const memory::desc d = desc_of(n.in);
         s.primitive = sm(sm::primitive_desc(sm::desc(forward, d, 1), engine_));  // oneDNN's axis 1: channels
@@ -380,10 +397,10 @@ class onednn_network {
         s.args[DNNL_ARG_DST] = user_memory(d, op.last);
         break;
       }
-      case ipu::op::concat:
-      case ipu::op::multiply:  // the benchmarked networks have no such joins
+      case op_tag::concat:
+      case op_tag::multiply:  // the benchmarked networks have no such joins
         throw std::logic_error("bench_network: no oneDNN step for " + std::string(ipu::name_of(n.kind)));
-      case ipu::op::input: return;
+      case op_tag::input: return;
     }
     steps_.push_back(std::move(s));
   }

@@ -239,7 +239,10 @@ TEST_CASE("random weights are deterministic per seed and there is one entry per 
   STATIC_REQUIRE(ipu::weights<net_f32>::size() == 3);
   std::size_t parameterised = 0;
   for (const ipu::node& n : ipu::node_table_v<residual_net>)
-    parameterised += n.kind == ipu::op::conv || n.kind == ipu::op::batch_norm || n.kind == ipu::op::dense ? 1 : 0;
+    parameterised += n.kind == ipu::op_of<ipu::ops::conv> || n.kind == ipu::op_of<ipu::ops::batch_norm> ||
+                             n.kind == ipu::op_of<ipu::ops::dense>
+                         ? 1
+                         : 0;
   CHECK(parameterised == 9);  // 4 convs (one in the shortcut), 4 batch norms, 1 dense
   CHECK(ipu::weights<residual_net>::size() == parameterised);
   const auto r = ipu::weights<residual_net>::random(5);

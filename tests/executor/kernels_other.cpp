@@ -95,7 +95,7 @@ template <class G, class Target>
 constexpr bool add_remaps = [] {
   const auto& plan = ipu::plan_v<G, Target>;
   for (std::size_t j = 0; j < plan.nodes.size(); ++j)
-    if (plan.at(static_cast<int>(j)).kind == ipu::op::add) return plan.nodes[j].step.kind == ipu::step_kind::remap;
+    if (plan.at(static_cast<int>(j)).kind == ipu::op_of<ipu::ops::add>) return plan.nodes[j].step.kind == ipu::step_kind::remap;
   return false;
 }();
 static_assert(add_remaps<residual_on_input<ipu::f32>, small_target<16>>);

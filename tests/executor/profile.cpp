@@ -36,7 +36,7 @@ TEST_CASE("the profile's totals are the sums of its steps, and images/s follows 
   const double macs = static_cast<double>(ipu::mac_count_v<net_t>), rate = target_t::chip.f16_macs_per_cycle;
   std::int64_t conv_cycles = 0;
   for (const ipu::step_profile& s : p.steps())
-    if (s.kind == ipu::op::conv || s.kind == ipu::op::dense) conv_cycles += s.compute_cycles;
+    if (s.kind == ipu::op_of<ipu::ops::conv> || s.kind == ipu::op_of<ipu::ops::dense>) conv_cycles += s.compute_cycles;
   CHECK(static_cast<double>(conv_cycles) >= macs / (rate * target_t::chip.tiles));
   CHECK(static_cast<double>(conv_cycles) <= macs / rate + static_cast<double>(p.steps().size()));
   CHECK(compute > conv_cycles);  // the other ops cost cycles too

@@ -28,7 +28,7 @@ TEST_CASE("a concat's output has the sum of its branches' channels, the other jo
 TEST_CASE("a join is named like a layer and its branches inside it, and it reads each branch in order") {
   constexpr int concat = at("concat1");
   STATIC_REQUIRE(concat > 0);
-  STATIC_REQUIRE(table[concat].kind == ipu::op::concat);
+  STATIC_REQUIRE(table[concat].kind == ipu::op_of<ipu::ops::concat>);
   STATIC_REQUIRE(table[concat].input_count == 3);
   STATIC_REQUIRE(table[concat].inputs[0] == at("concat1.branch1.conv1"));
   STATIC_REQUIRE(table[concat].inputs[1] == at("concat1.branch2.relu1"));

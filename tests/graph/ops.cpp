@@ -1,5 +1,5 @@
-// The op table: every op tag reaches its op through ops::visit, and the facts users see
-// (names, weight tensors, counts, the summary's text) come from the op headers.
+// The ops: every node's op handle reaches its op's facts, and the facts users see (names,
+// weight tensors, counts, the summary's text) come from the op headers.
 #include <ipu/ipu.hpp>
 
 #include <catch2/catch.hpp>
@@ -20,18 +20,21 @@ constexpr auto net = ipu::input<ipu::f32, 2, 8, 8, 4> | nn::conv<8, 3, 2, 2> | n
 using net_t = decltype(net);
 }  // namespace
 
-TEST_CASE("ops::visit reaches the op of every tag, and each op states its tag and name") {
-  const std::string_view names[] = {"input", "conv", "batch_norm", "relu", "max_pool", "avg_pool", "global_avg_pool",
-                                    "dense", "softmax", "add", "concat", "multiply"};
-  for (int k = 0; k < ipu::op_count; ++k) {
-    const auto tag = static_cast<ipu::op>(k);
-    INFO("op " << k);
-    CHECK(ipu::ops::visit(tag, []<class Op>(Op) { return Op::kind; }) == tag);
-    CHECK(ipu::name_of(tag) == names[k]);
-  }
-  static_assert(ipu::ops::has_weights(ipu::op::conv) && ipu::ops::has_weights(ipu::op::batch_norm) &&
-                ipu::ops::has_weights(ipu::op::dense) && !ipu::ops::has_weights(ipu::op::relu) &&
-                !ipu::ops::has_weights(ipu::op::add));
+TEST_CASE("each op's handle reaches its facts, and lowering gives each node its layer's op") {
+  using namespace ipu::ops;
+  static_assert(ipu::name_of(ipu::op_of<conv>) == "conv" && ipu::name_of(ipu::op_of<global_avg_pool>) == "global_avg_pool" &&
+                ipu::name_of(ipu::op_of<multiply>) == "multiply");
+  static_assert(ipu::op_of<conv> == ipu::op_of<conv> && !(ipu::op_of<conv> == ipu::op_of<dense>) &&
+                !(ipu::op_of<max_pool> == ipu::op_of<avg_pool>));
+  static_assert(info_of<conv>.has_weights() && info_of<batch_norm>.has_weights() && info_of<dense>.has_weights() &&
+                !info_of<relu>.has_weights() && !info_of<add>.has_weights());
+  static_assert(info_of<conv>.epilogue_head && info_of<relu>.epilogue_order == 3 && !info_of<softmax>.epilogue_head);
+  constexpr const auto& table = ipu::node_table_v<net_t>;
+  const std::string_view expected[] = {"input", "conv", "batch_norm", "relu", "conv", "batch_norm", "add",
+                                       "max_pool", "avg_pool", "global_avg_pool", "dense", "softmax"};
+  REQUIRE(table.size() == std::size(expected));
+  for (std::size_t j = 0; j < table.size(); ++j) CHECK(ipu::name_of(table[j].kind) == expected[j]);
+  static_assert(table[1].kind == ipu::op_of<conv> && table[6].kind == ipu::op_of<add> && table[11].kind == ipu::op_of<softmax>);
 }
 
 TEST_CASE("device tensors are found by name") {
@@ -39,10 +42,11 @@ TEST_CASE("device tensors are found by name") {
   static_assert(ipu::ops::device_index<ipu::ops::dense>("bias") == 1);
   static_assert(ipu::ops::device_index<ipu::ops::batch_norm>("shift") == 1);
   // A batch norm's four user tensors fold into the device's two.
-  const auto folded = ipu::ops::batch_norm::to_device<ipu::ops::batch_norm>([](std::string_view name) {
+  const auto tensors = [](std::string_view name) {
     static const std::vector<float> scale{2.0f}, shift{1.0f}, mean{0.5f}, variance{3.0f};
     return std::span<const float>(name == "scale" ? scale : name == "shift" ? shift : name == "mean" ? mean : variance);
-  });
+  };
+  const auto folded = ipu::ops::info_of<ipu::ops::batch_norm>.to_device(ipu::ops::tensor_source{tensors});
   REQUIRE(folded.size() == 2);
   const double s = 2.0 / std::sqrt(3.0 + ipu::batch_norm_epsilon);  // scale / sqrt(variance + epsilon)
   CHECK(folded[0][0] == static_cast<float>(s));

@@ -195,27 +195,29 @@ TEST_CASE("sizes that disagree are an error") {
 
 TEST_CASE("forward walks a hand-written node table") {
   using ipu::op;
+  using ipu::op_of;
+  namespace ops = ipu::ops;
   const auto node = [](op kind, int input, ipu::shape in, ipu::shape out, int filters = 0,
                        int kernel = 0, int shortcut = -1) {
     ipu::node n{};
     n.kind = kind;
     n.inputs = {input, shortcut, -1, -1};
     n.input_count = input < 0 ? 0 : shortcut < 0 ? 1 : 2;
-    n.layer = {kind, filters, kernel, 1, 1};
+    n.layer = {filters, kernel, 1, 1};
     n.in = in;
     n.out = out;
     return n;
   };
   const ipu::shape x4 = ipu::nhwc(1, 2, 2, 1);
   const std::array<ipu::node, 8> table = {
-      node(op::input, -1, x4, x4),
-      node(op::conv, 0, x4, x4, 1, 1),                       // 1: x * 2
-      node(op::batch_norm, 1, x4, x4),                       // 2: + 1
-      node(op::add, 2, x4, x4, 0, 0, /*shortcut*/ 0),        // 3: + x
-      node(op::relu, 3, x4, x4),                             // 4
-      node(op::global_avg_pool, 4, x4, ipu::nc(1, 1)),       // 5
-      node(op::dense, 5, ipu::nc(1, 1), ipu::nc(1, 2), 2),   // 6
-      node(op::softmax, 6, ipu::nc(1, 2), ipu::nc(1, 2)),    // 7
+      node(op_of<ops::input>, -1, x4, x4),
+      node(op_of<ops::conv>, 0, x4, x4, 1, 1),                       // 1: x * 2
+      node(op_of<ops::batch_norm>, 1, x4, x4),                       // 2: + 1
+      node(op_of<ops::add>, 2, x4, x4, 0, 0, /*shortcut*/ 0),        // 3: + x
+      node(op_of<ops::relu>, 3, x4, x4),                             // 4
+      node(op_of<ops::global_avg_pool>, 4, x4, ipu::nc(1, 1)),       // 5
+      node(op_of<ops::dense>, 5, ipu::nc(1, 1), ipu::nc(1, 2), 2),   // 6
+      node(op_of<ops::softmax>, 6, ipu::nc(1, 2), ipu::nc(1, 2)),    // 7
   };
   const auto params_of = [](int i) {
     ref::params p;
@@ -258,13 +260,13 @@ TEST_CASE("forward reads a library-lowered node table the same way as direct cal
     const auto f = static_cast<std::size_t>(nd.layer.filters);
     const auto k = static_cast<std::size_t>(nd.layer.kernel);
     ref::params p;
-    if (nd.kind == ipu::op::conv)
+    if (nd.kind == ipu::op_of<ipu::ops::conv>)
       p.kernel = fill(k * k * c / static_cast<std::size_t>(nd.layer.groups) * f, i);
-    if (nd.kind == ipu::op::dense) {
+    if (nd.kind == ipu::op_of<ipu::ops::dense>) {
       p.kernel = fill(c * f, i);
       p.bias = fill(f, i + 100);
     }
-    if (nd.kind == ipu::op::batch_norm) {
+    if (nd.kind == ipu::op_of<ipu::ops::batch_norm>) {
       p.scale = fill(c, i);
       p.shift = fill(c, i + 1);
       p.mean = fill(c, i + 2);
@@ -278,8 +280,8 @@ TEST_CASE("forward reads a library-lowered node table the same way as direct cal
 
   // The same network by direct calls. The node indices are those of the flattened table.
   REQUIRE(table.size() == 12);
-  REQUIRE(table[6].kind == ipu::op::add);
-  REQUIRE(table[10].kind == ipu::op::dense);
+  REQUIRE(table[6].kind == ipu::op_of<ipu::ops::add>);
+  REQUIRE(table[10].kind == ipu::op_of<ipu::ops::dense>);
   const ref::params p1 = params_of(1), p2 = params_of(2), p4 = params_of(4), p10 = params_of(10);
   const tensor a = ref::relu(ref::batch_norm(ref::conv2d(x, 2, 6, 6, 4, p1.kernel, 3, 6, 2, 2), 6,
                                              p2.scale, p2.shift, p2.mean, p2.variance));

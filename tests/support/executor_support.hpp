@@ -43,30 +43,30 @@ ipu::input_tensor_t<G> random_input(std::uint64_t seed) {
   return x;
 }
 
-/// The reference output of `G` for input `x` and weights `w`, computed in double.
+/// The reference output of `G` for input `x` and weights `w`, computed in double; `other`
+/// computes the nodes of user-defined ops.
 template <class G>
-std::vector<double> reference_output(const ipu::input_tensor_t<G>& x, const ipu::weights<G>& w) {
+std::vector<double> reference_output(const ipu::input_tensor_t<G>& x, const ipu::weights<G>& w,
+                                     const ref::other_op& other = {}) {
   std::vector<double> in(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) in[i] = static_cast<double>(static_cast<float>(x[i]));
   const auto to_double = [](std::span<const float> v) { return std::vector<double>(v.begin(), v.end()); };
   return ref::forward(ipu::node_table_v<G>, in, [&](int j) {
     const ipu::layer_weights& l = w.of_node(j);
     ref::params p;
-    switch (l.kind()) {
-      case ipu::op::conv: p.kernel = to_double(l["kernel"]); break;
-      case ipu::op::dense:
-        p.kernel = to_double(l["kernel"]);
-        p.bias = to_double(l["bias"]);
-        break;
-      default:
-        p.scale = to_double(l["scale"]);
-        p.shift = to_double(l["shift"]);
-        p.mean = to_double(l["mean"]);
-        p.variance = to_double(l["variance"]);
-        break;
+    if (l.kind() == ipu::op_of<ipu::ops::conv>) {
+      p.kernel = to_double(l["kernel"]);
+    } else if (l.kind() == ipu::op_of<ipu::ops::dense>) {
+      p.kernel = to_double(l["kernel"]);
+      p.bias = to_double(l["bias"]);
+    } else {
+      p.scale = to_double(l["scale"]);
+      p.shift = to_double(l["shift"]);
+      p.mean = to_double(l["mean"]);
+      p.variance = to_double(l["variance"]);
     }
     return p;
-  });
+  }, other);
 }
 
 }  // namespace ipu_test
@@ -110,13 +110,13 @@ bool same_bits(const Output& a, const Output& b) {
   return std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
 }
 
-/// Runs `G` on `Target` in both modes and checks them against the reference, each other and
-/// the plan.
+/// Runs `G` on `Target` in both modes and checks them against the reference (`other` for
+/// user-defined ops), each other and the plan.
 template <class G, class Target, ipu::options Opts = ipu::options{}>
-void check_engine(double tolerance) {
+void check_engine(double tolerance, const ref::other_op& other = {}) {
   const auto w = ipu::weights<G>::random(7);
   const auto x = random_input<G>(11);
-  const std::vector<double> expected = reference_output<G>(x, w);
+  const std::vector<double> expected = reference_output<G>(x, w, other);
 
   ipu::engine<G, Target, Opts> fast{w, {ipu::execution_mode::fast, 2}};
   ipu::engine<G, Target, Opts> faithful{w, {ipu::execution_mode::faithful, 2}};

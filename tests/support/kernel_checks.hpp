@@ -26,20 +26,12 @@ inline std::string describe(std::span<const ipu::node> nodes, std::span<const ip
   for (std::size_t j = 0; j < nodes.size(); ++j) {
     const ipu::node& n = nodes[j];
     const ipu::node_plan& p = plans[j];
-    if (n.kind == ipu::op::input) {
+    if (n.kind == ipu::op_of<ipu::ops::input>) {
       os << "input" << n.out << ' ' << ipu::name_of(n.type);
       continue;
     }
     os << " | " << n.path.view() << ' ' << ipu::name_of(n.kind);
-    switch (n.kind) {
-      case ipu::op::conv:
-        os << '<' << n.layer.filters << ',' << n.layer.kernel << ',' << n.layer.stride << ',' << n.layer.groups << '>';
-        break;
-      case ipu::op::max_pool:
-      case ipu::op::avg_pool: os << '<' << n.layer.kernel << ',' << n.layer.stride << '>'; break;
-      case ipu::op::dense: os << '<' << n.layer.filters << '>'; break;
-      default: break;
-    }
+    n.kind.info->describe(os, n.layer);
     os << ' ' << n.out << " {tiles " << p.output.tiles() << ", blocks " << p.output.blocks;
     if (p.step.kind == ipu::step_kind::conv) os << ", serial " << p.step.serial;
     if (p.step.kind == ipu::step_kind::remap) os << ", remap";

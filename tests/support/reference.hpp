@@ -10,6 +10,7 @@
 /// pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total / 2 (the extra
 /// cell, if any, goes at the bottom / right).
 
+#include <ipu/graph/layers.hpp>
 #include <ipu/graph/node.hpp>
 
 #include <algorithm>
@@ -230,13 +231,18 @@ struct params {
   tensor kernel, bias, scale, shift, mean, variance;
 };
 
+/// The reference of an op the library does not have (a user-defined op): node `n`'s output
+/// from its inputs' outputs, in order.
+using other_op = std::function<tensor(const ipu::node& n, const std::vector<const tensor*>& inputs)>;
+
 /// Runs a node table (e.g. `ipu::node_table_v<G>`) on `input`, node by node, in `double`.
-/// `params_of(i)` gives node i's parameters (called for conv, batch_norm and dense nodes).
-/// Every node's output is kept; the last node's is returned. Throws std::invalid_argument
-/// if a tensor's size disagrees with the table.
+/// `params_of(i)` gives node i's parameters (called for conv, batch_norm and dense nodes);
+/// `other` computes the nodes of ops not in the library. Every node's output is kept; the last
+/// node's is returned. Throws std::invalid_argument if a tensor's size disagrees with the
+/// table, or for an op it has no reference for.
 template <std::size_t N>
 tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
-               const std::function<params(int node_index)>& params_of) {
+               const std::function<params(int node_index)>& params_of, const other_op& other = {}) {
   static_assert(N > 0, "empty node table");
   std::vector<tensor> out(N);
   for (std::size_t i = 0; i < N; ++i) {
@@ -249,56 +255,49 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
       return out[detail::sz(j)];
     };
     const int self = static_cast<int>(i);
-    switch (nd.kind) {
-      case ipu::op::input: out[i] = input; break;
-      case ipu::op::conv:
-        out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), params_of(self).kernel,
-                        nd.layer.kernel, nd.layer.filters, nd.layer.stride, nd.layer.groups);
-        break;
-      case ipu::op::batch_norm: {
-        const params p = params_of(self);
-        out[i] = batch_norm(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift,
-                            p.mean, p.variance);
-        break;
+    const auto is = [&]<class Op>(Op) { return nd.kind == ipu::op_of<Op>; };
+    namespace ops = ipu::ops;
+    if (is(ops::input{})) {
+      out[i] = input;
+    } else if (is(ops::conv{})) {
+      out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), params_of(self).kernel, nd.layer.kernel, nd.layer.filters,
+                      nd.layer.stride, nd.layer.groups);
+    } else if (is(ops::batch_norm{})) {
+      const params p = params_of(self);
+      out[i] = batch_norm(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift, p.mean, p.variance);
+    } else if (is(ops::relu{})) {
+      out[i] = relu(src(nd.input()));
+    } else if (is(ops::max_pool{})) {
+      out[i] = max_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
+    } else if (is(ops::avg_pool{})) {
+      out[i] = avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
+    } else if (is(ops::global_avg_pool{})) {
+      out[i] = global_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3));
+    } else if (is(ops::dense{})) {
+      const params p = params_of(self);
+      out[i] = dense(src(nd.input()), d(0), d(1), p.kernel, nd.layer.filters, p.bias);
+    } else if (is(ops::softmax{})) {
+      const int c = static_cast<int>(nd.in.channels());
+      out[i] = softmax(src(nd.input()), static_cast<int>(nd.in.elements() / c), c);
+    } else if (is(ops::add{}) || is(ops::multiply{})) {
+      tensor y = src(nd.input());
+      for (int k = 1; k < nd.input_count; ++k)
+        y = is(ops::add{}) ? add(y, src(nd.inputs[detail::sz(k)])) : multiply(y, src(nd.inputs[detail::sz(k)]));
+      out[i] = std::move(y);
+    } else if (is(ops::concat{})) {
+      std::vector<const tensor*> parts;
+      std::vector<int> channels;
+      for (int k = 0; k < nd.input_count; ++k) {
+        parts.push_back(&src(nd.inputs[detail::sz(k)]));
+        channels.push_back(static_cast<int>(table[detail::sz(nd.inputs[detail::sz(k)])].out.channels()));
       }
-      case ipu::op::relu: out[i] = relu(src(nd.input())); break;
-      case ipu::op::max_pool:
-        out[i] = max_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
-        break;
-      case ipu::op::avg_pool:
-        out[i] = avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
-        break;
-      case ipu::op::global_avg_pool:
-        out[i] = global_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3));
-        break;
-      case ipu::op::dense: {
-        const params p = params_of(self);
-        out[i] = dense(src(nd.input()), d(0), d(1), p.kernel, nd.layer.filters, p.bias);
-        break;
-      }
-      case ipu::op::softmax: {
-        const int c = static_cast<int>(nd.in.channels());
-        out[i] = softmax(src(nd.input()), static_cast<int>(nd.in.elements() / c), c);
-        break;
-      }
-      case ipu::op::add:
-      case ipu::op::multiply: {
-        tensor y = src(nd.input());
-        for (int k = 1; k < nd.input_count; ++k)
-          y = nd.kind == ipu::op::add ? add(y, src(nd.inputs[detail::sz(k)])) : multiply(y, src(nd.inputs[detail::sz(k)]));
-        out[i] = std::move(y);
-        break;
-      }
-      case ipu::op::concat: {
-        std::vector<const tensor*> parts;
-        std::vector<int> channels;
-        for (int k = 0; k < nd.input_count; ++k) {
-          parts.push_back(&src(nd.inputs[detail::sz(k)]));
-          channels.push_back(static_cast<int>(table[detail::sz(nd.inputs[detail::sz(k)])].out.channels()));
-        }
-        out[i] = concat(parts, channels, nd.out.elements() / nd.out.channels());
-        break;
-      }
+      out[i] = concat(parts, channels, nd.out.elements() / nd.out.channels());
+    } else if (other) {
+      std::vector<const tensor*> inputs;
+      for (int src_node : nd.sources()) inputs.push_back(&src(src_node));
+      out[i] = other(nd, inputs);
+    } else {
+      throw std::invalid_argument("ipu_test::ref::forward: no reference for op " + std::string(ipu::name_of(nd.kind)));
     }
     const std::string what = "node " + std::to_string(i) + " output";
     detail::expect_size(out[i], nd.out.elements(), what.c_str());

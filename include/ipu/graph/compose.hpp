@@ -24,9 +24,9 @@ struct seq_t {};
 /// The identity: the shortcut of `residual(body)`, or a join's branch that passes its input
 /// through (`nn::identity`).
 struct identity_t {};
-/// Branches applied to the same input, their outputs combined by `Join` (`op::add`,
-/// `op::concat` or `op::multiply`).
-template <op Join, class... Branches>
+/// Branches applied to the same input, their outputs combined by op `Join` (`ops::add`,
+/// `ops::concat` or `ops::multiply`).
+template <class Join, class... Branches>
 struct join_t {};
 /// `y = body(x) + shortcut(x)`.
 template <class Body, class Shortcut>
@@ -50,7 +50,7 @@ template <class B, class S> inline constexpr bool is_compound_block<nn::residual
 template <int N, class B> inline constexpr bool is_compound_block<nn::repeat_t<N, B>> = true;
 template <fixed_string S, class B> inline constexpr bool is_compound_block<nn::scope_t<S, B>> = true;
 template <int I, class B> inline constexpr bool is_compound_block<on_t<I, B>> = true;
-template <op J, class... B> inline constexpr bool is_compound_block<nn::join_t<J, B...>> = true;
+template <class J, class... B> inline constexpr bool is_compound_block<nn::join_t<J, B...>> = true;
 }  // namespace detail
 
 /// Anything that can be composed with `|`: a layer or a compound block.
@@ -138,21 +138,21 @@ inline constexpr identity_t identity{};
 /// (`nn::identity` passes `x`); summed in f32 and rounded once.
 template <Branch... Bs>
   requires(sizeof...(Bs) >= 2 && sizeof...(Bs) <= max_inputs)
-constexpr join_t<op::add, ipu::detail::as_branch_t<Bs>...> add(Bs...) noexcept {
+constexpr join_t<ops::add, ipu::detail::as_branch_t<Bs>...> add(Bs...) noexcept {
   return {};
 }
 /// `multiply(a, b, ...)`: `y = a(x) * b(x) * ...`, two to four branches of the same output
 /// shape; multiplied in f32 and rounded once.
 template <Branch... Bs>
   requires(sizeof...(Bs) >= 2 && sizeof...(Bs) <= max_inputs)
-constexpr join_t<op::multiply, ipu::detail::as_branch_t<Bs>...> multiply(Bs...) noexcept {
+constexpr join_t<ops::multiply, ipu::detail::as_branch_t<Bs>...> multiply(Bs...) noexcept {
   return {};
 }
 /// `concat(a, b, ...)`: the branches' outputs concatenated along the last axis (channels), in
 /// order; two to four branches that agree in every other extent.
 template <Branch... Bs>
   requires(sizeof...(Bs) >= 2 && sizeof...(Bs) <= max_inputs)
-constexpr join_t<op::concat, ipu::detail::as_branch_t<Bs>...> concat(Bs...) noexcept {
+constexpr join_t<ops::concat, ipu::detail::as_branch_t<Bs>...> concat(Bs...) noexcept {
   return {};
 }
 

@@ -54,6 +54,8 @@ struct first_branch_output { std::int64_t d0, d1, d2, d3; };
 struct other_branch_output { std::int64_t d0, d1, d2, d3; };
 /// A branch of a join, counted from 1.
 struct branch { std::int64_t value; };
+/// The most distinct ops one scope may name, as a labelled template argument.
+struct max_ops { std::int64_t value; };
 
 /// Error: a conv's input channels or filters are not divisible by its groups.
 template <auto Layer, input_channels In, filters Out, groups G>
@@ -127,6 +129,13 @@ struct node_paths_must_be_unique {
   static constexpr bool value = false;
 };
 
+/// Error: one scope names nodes of more distinct ops than the lowering counts.
+template <auto Layer, max_ops Max>
+struct too_many_ops_in_one_scope {
+  static_assert(Max.value < 0, "ipu: one scope holds layers of too many different ops; split it with nn::scope");
+  static constexpr bool value = false;
+};
+
 }  // namespace ipu::diag
 
 namespace ipu::detail {
@@ -161,6 +170,8 @@ consteval bool report_graph_error() {
     return diag::concat_branches_must_agree_but_in_channels<
         layer, diag::first_branch_output{a.dim[0], a.dim[1], a.dim[2], a.dim[3]}, diag::branch{E.x},
         diag::other_branch_output{b.dim[0], b.dim[1], b.dim[2], b.dim[3]}>::value;
+  } else if constexpr (E.kind == too_many_ops_in_scope) {
+    return diag::too_many_ops_in_one_scope<layer, diag::max_ops{E.x}>::value;
   } else if constexpr (E.kind == duplicate_path) {
     return diag::node_paths_must_be_unique<layer, diag::node_index{E.x}, diag::node_index{E.y}>::value;
   } else {

@@ -14,29 +14,23 @@
 
 namespace ipu {
 
-/// The operation a node performs.
-enum class op : std::uint8_t {
-  input,            ///< the graph input (always node 0)
-  conv,             ///< 2-D convolution, SAME padding, no bias
-  batch_norm,       ///< inference batch normalisation (scale, shift, mean, variance)
-  relu,             ///< max(x, 0)
-  max_pool,         ///< max pooling, SAME padding
-  avg_pool,         ///< average pooling, SAME padding (padding excluded from the count)
-  global_avg_pool,  ///< mean over H and W: NHWC -> NC
-  dense,            ///< fully connected layer with bias, on an NC tensor
-  softmax,          ///< softmax over the last axis
-  add,              ///< element-wise sum of its inputs: a residual block's, or `nn::add`'s branches
-  concat,           ///< its inputs concatenated along the last axis (`nn::concat`)
-  multiply,         ///< element-wise product of its inputs (`nn::multiply`)
-};
+namespace ops {
+struct op_info;
+}  // namespace ops
 
-/// Number of enumerators in `op`.
-inline constexpr int op_count = 12;
+/// The operation a node performs: a handle to its op's compile-time facts (`ops::op_info`, one
+/// per op struct: `ipu::op_of<ops::conv>`). Equal handles are the same op. The set of ops is
+/// open: an op struct defined in user code gets its handle the same way.
+struct op {
+  const ops::op_info* info = nullptr;  ///< the op's facts; null for no op
+
+  /// Whether both are the same op.
+  friend constexpr bool operator==(op, op) noexcept = default;
+};
 
 /// Hyper-parameters of a layer, as its type states them. Fields a layer does not use keep
 /// their defaults.
 struct layer_params {
-  op kind{};        ///< the layer's operation
   int filters = 0;  ///< output channels of a conv, units of a dense layer
   int kernel = 0;   ///< kernel or window size (square)
   int stride = 1;   ///< stride of a conv or pooling window, the same along height and width

@@ -28,14 +28,12 @@ struct elementwise_join : op_base {
 
 /// Element-wise sum of the inputs (a residual block's body and shortcut, or `nn::add`'s branches).
 struct add : elementwise_join {
-  static constexpr op kind = op::add;              ///< the node tag
   static constexpr std::string_view name = "add";  ///< as node paths name it
   static constexpr int epilogue_order = 2;  ///< after a batch norm in a convolution's epilogue (two inputs)
 };
 
 /// Element-wise product of the inputs (`nn::multiply`).
 struct multiply : elementwise_join {
-  static constexpr op kind = op::multiply;              ///< the node tag
   static constexpr std::string_view name = "multiply";  ///< as `nn::multiply` names it
 };
 

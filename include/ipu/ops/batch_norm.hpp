@@ -36,7 +36,6 @@ struct batch_norm : op_base {
     return {s, shift - mean * s};
   }
 
-  static constexpr op kind = op::batch_norm;              ///< the node tag
   static constexpr std::string_view name = "batch_norm";  ///< as `nn::batch_norm` names it
   static constexpr int epilogue_order = 1;  ///< first in a convolution's epilogue
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/batch_norm.hpp`
@@ -96,4 +95,15 @@ struct batch_norm : op_base {
 };
 
 }  // namespace ops
+
+namespace nn {
+
+/// Inference batch normalisation over the channel axis: scale, shift, mean, variance.
+struct batch_norm_t {
+  using op_type = ops::batch_norm;  ///< its op
+};
+/// `nn::batch_norm`: see `batch_norm_t`.
+inline constexpr batch_norm_t batch_norm{};
+
+}  // namespace nn
 }  // namespace ipu

@@ -10,7 +10,6 @@ namespace ipu::ops {
 
 /// Concatenation along the last axis (`nn::concat`).
 struct concat : op_base {
-  static constexpr op kind = op::concat;              ///< the node tag
   static constexpr std::string_view name = "concat";  ///< as `nn::concat` names it
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/concat.hpp`
 

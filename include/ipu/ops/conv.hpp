@@ -47,7 +47,6 @@ constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t gr
 
 /// 2-D convolution (`nn::conv<Filters, Kernel, Stride, Groups>`).
 struct conv : op_base {
-  static constexpr op kind = op::conv;              ///< the node tag
   static constexpr std::string_view name = "conv";  ///< as `nn::conv` names it
   using kernel = matmul_kernel;  ///< its kernel, defined in `ipu/ops/kernels/conv.hpp`
   static constexpr bool epilogue_head = true;  ///< its epilogue absorbs a batch norm, an add and a ReLU
@@ -91,3 +90,25 @@ struct conv : op_base {
 };
 
 }  // namespace ipu::ops
+
+namespace ipu::nn {
+
+/// 2-D convolution with TensorFlow's SAME padding and no bias (a batch norm follows).
+/// Weights are HWIO: `[Kernel, Kernel, in_channels / Groups, Filters]`.
+///
+/// \tparam Filters  output channels
+/// \tparam Kernel   height and width of the kernel
+/// \tparam Stride   step along height and width; the output is `[N, ceil(H/Stride), ceil(W/Stride), Filters]`
+/// \tparam Groups   groups (cardinality); must divide both the input channels and `Filters`,
+///                  which is checked when the graph is lowered
+template <int Filters, int Kernel, int Stride = 1, int Groups = 1>
+  requires(Filters > 0 && Kernel > 0 && Stride > 0 && Groups > 0)
+struct conv_t {
+  using op_type = ops::conv;  ///< its op
+  static constexpr layer_params params{Filters, Kernel, Stride, Groups};  ///< its hyper-parameters
+};
+/// `nn::conv<Filters, Kernel, Stride = 1, Groups = 1>`: see `conv_t`.
+template <int Filters, int Kernel, int Stride = 1, int Groups = 1>
+inline constexpr conv_t<Filters, Kernel, Stride, Groups> conv{};
+
+}  // namespace ipu::nn

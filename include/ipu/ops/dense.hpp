@@ -10,7 +10,6 @@ namespace ipu::ops {
 /// Fully connected layer (`nn::dense<Units>`).
 struct dense : op_base {
   using kernel = matmul_kernel;  ///< its kernel, defined in `ipu/ops/kernels/conv.hpp`
-  static constexpr op kind = op::dense;              ///< the node tag
   static constexpr std::string_view name = "dense";  ///< as `nn::dense` names it
   static constexpr bool epilogue_head = true;  ///< its epilogue absorbs a batch norm, an add and a ReLU
 
@@ -44,3 +43,21 @@ struct dense : op_base {
 };
 
 }  // namespace ipu::ops
+
+namespace ipu::nn {
+
+/// Fully connected layer with bias on an `[N, C]` tensor; weights `[C, Units]`. On a 4-D
+/// tensor it is a compile error, never a silent flatten.
+///
+/// \tparam Units  output features: the output is `[N, Units]`
+template <int Units>
+  requires(Units > 0)
+struct dense_t {
+  using op_type = ops::dense;  ///< its op
+  static constexpr layer_params params{Units};  ///< its hyper-parameters
+};
+/// `nn::dense<Units>`: see `dense_t`.
+template <int Units>
+inline constexpr dense_t<Units> dense{};
+
+}  // namespace ipu::nn

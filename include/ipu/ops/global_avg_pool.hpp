@@ -10,7 +10,6 @@ namespace ipu::ops {
 /// Global average pooling (`nn::global_avg_pool`).
 struct global_avg_pool : op_base {
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/global_avg_pool.hpp`
-  static constexpr op kind = op::global_avg_pool;              ///< the node tag
   static constexpr std::string_view name = "global_avg_pool";  ///< as `nn::global_avg_pool` names it
 
   /// NHWC in, NC out.
@@ -26,3 +25,14 @@ struct global_avg_pool : op_base {
 };
 
 }  // namespace ipu::ops
+
+namespace ipu::nn {
+
+/// Mean over height and width: `[N, H, W, C]` becomes `[N, C]`.
+struct global_avg_pool_t {
+  using op_type = ops::global_avg_pool;  ///< its op
+};
+/// `nn::global_avg_pool`: see `global_avg_pool_t`.
+inline constexpr global_avg_pool_t global_avg_pool{};
+
+}  // namespace ipu::nn

@@ -9,7 +9,6 @@ namespace ipu::ops {
 
 /// The graph input.
 struct input : op_base {
-  static constexpr op kind = op::input;           ///< the node tag
   static constexpr std::string_view name = "input";  ///< as node paths and summaries print it
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/input.hpp`
   /// Mapped element by element (as every output starts), no work.

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Every op's kernel (`ipu/ops/kernels/<op>.hpp`), for the executors: what `Op::kernel` names
-/// in each op header, defined. Plan-only code includes `ipu/ops/registry.hpp` instead and
-/// compiles no host kernel.
+/// in each op header, defined. Plan-only code includes the op headers alone and compiles no
+/// host kernel.
 
 #include <ipu/ops/kernels/add.hpp>
 #include <ipu/ops/kernels/batch_norm.hpp>

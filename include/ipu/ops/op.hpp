@@ -7,18 +7,21 @@
 ///
 /// | member | what it states | who reads it |
 /// |---|---|---|
-/// | `kind`, `name` | the `ipu::op` tag and the name `nn::` writes | everything |
+/// | `name` | the name paths, summaries and profiles use (`relu`, `conv`) | everything |
 /// | `infer(params, in)` | the shape rule: output shape, parameters, MACs, or the first error | lowering (`graph/detail/lower.hpp`) |
 /// | `tensors(n)` | the named weight tensors users set: shapes, initial values, random initialisers | `ipu::weights` |
-/// | `device_tensors`, `to_device<Op>(tensor)` | the named tensors the device holds, made from the users' | plan, engine, executors |
+/// | `device_tensors`, `to_device<Op>(tensors)` | the named tensors the device holds, made from the users' | plan, engine, executors |
 /// | `plan(in, np)` | the step's work: mappings, step model (temporaries, exchange), weights' mapping | the plan (`plan/plan.hpp`) |
 /// | `describe(os, params)` | the summary's column, after the name (`3x3/2 g32`) | `ipu::summary` |
 /// | `kernel` | the struct that computes it on the host, declared here and defined in `ipu/ops/kernels/<op>.hpp` | the executors (`ops/kernels/kernel.hpp`) |
 /// | `epilogue_head`, `epilogue_order` | fast mode's fusion: a conv-like step, and the steps its epilogue absorbs | the plan (`node_plan::fused_into`) |
 /// | `backward` | reserved: the gradient step, with training | |
 ///
-/// `ops::visit(kind, f)` (`ops/registry.hpp`) calls `f(Op{})` for the op of a node: the one
-/// dispatch over op kinds in the library's compile-time code.
+/// `ops::info_of<Op>` gathers these into an `op_info` of function pointers, and a node's `op`
+/// points to it: every stage reaches an op's facts through its node, with no list of ops and
+/// no switch over them, so an op defined outside `ipu` is as much an op as `conv`. The header
+/// also defines the layer users write, in `ipu::nn` (`nn::relu`, an empty type naming the op
+/// as `op_type`).
 
 #include <ipu/core/fixed_string.hpp>
 #include <ipu/core/shape.hpp>
@@ -28,12 +31,14 @@
 #include <ipu/target/chip.hpp>
 #include <ipu/target/options.hpp>
 
+#include <any>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace ipu {
@@ -51,6 +56,7 @@ enum class graph_error_kind : std::uint8_t {
   duplicate_path,                 ///< path is held by two nodes, x and y (their indices)
   join_shapes_differ,             ///< a = the first branch's output, b = the first that differs, x = its branch (1-based)
   concat_shapes_differ,           ///< as join_shapes_differ, in an extent other than the last
+  too_many_ops_in_scope,          ///< path names the node past the limit, x = the limit (`name_scope::capacity`)
 };
 
 /// The first error of a graph, with the numbers its diagnostic prints.
@@ -129,6 +135,26 @@ struct plan_inputs {
   constexpr const tensor_mapping& input(int k = 0) const noexcept { return *mappings[static_cast<std::size_t>(k)]; }
 };
 
+/// A layer's tensors by name, as `to_device` reads them: `tensors("scale")` gives the values
+/// of the tensor called `scale`. Refers to the callable it is made from.
+class tensor_source {
+ public:
+  /// Reads through `get`, a callable `std::span<const float>(std::string_view)` that must
+  /// outlive the source.
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, tensor_source>)
+  explicit tensor_source(const F& get) noexcept
+      : self_(&get), get_([](const void* self, std::string_view name) -> std::span<const float> {
+          return (*static_cast<const F*>(self))(name);
+        }) {}
+  /// The values of tensor `name`.
+  std::span<const float> operator()(std::string_view name) const { return get_(self_, name); }
+
+ private:
+  const void* self_;
+  std::span<const float> (*get_)(const void*, std::string_view);
+};
+
 /// Appends a device weight tensor of `elements` values, mapped with the linear rule from tile 0.
 constexpr void add_weights(node_plan& np, std::int64_t elements, const chip_spec& chip) noexcept {
   const std::int64_t bytes = np.step.element_bytes;
@@ -183,8 +209,8 @@ struct op_base {
   static constexpr std::string_view device_prefix = "";
   /// The device tensors of `Op` from the users' tensors: each device tensor is the user tensor
   /// of its name. `tensor(name)` gives a user tensor's values.
-  template <class Op, class Lookup>
-  static std::vector<std::vector<float>> to_device(Lookup&& tensor) {
+  template <class Op>
+  static std::vector<std::vector<float>> to_device(const tensor_source& tensor) {
     std::vector<std::vector<float>> out;
     for (std::string_view name : Op::device_tensors) {
       const auto values = tensor(name);
@@ -204,6 +230,63 @@ struct op_base {
   static constexpr int epilogue_order = 0;
 };
 
+/// An op's facts as `ops::info_of<Op>` gathers them from its struct: what every stage reads
+/// through a node's `op` (see the file comment for each member's meaning).
+struct op_info {
+  std::string_view name;                                        ///< `Op::name`
+  inferred (*infer)(const layer_params&, const shape&);         ///< `Op::infer`
+  inferred (*infer_join)(std::span<const shape>);               ///< `Op::infer_join`
+  tensor_specs (*tensors)(const node&);                         ///< `Op::tensors`
+  std::string_view (*value_rule)(std::string_view, float);      ///< `Op::value_rule`
+  std::span<const std::string_view> device_tensors;             ///< `Op::device_tensors`
+  std::string_view device_prefix;                               ///< `Op::device_prefix`
+  std::vector<std::vector<float>> (*to_device)(const tensor_source&);  ///< `Op::to_device<Op>`
+  void (*plan)(const plan_inputs&, node_plan&);                 ///< `Op::plan`
+  void (*describe)(std::ostream&, const layer_params&);         ///< `Op::describe`
+  bool epilogue_head;                                           ///< `Op::epilogue_head`
+  int epilogue_order;                                           ///< `Op::epilogue_order`
+
+  /// Whether nodes of the op have weight tensors (and a `layer_weights` in `ipu::weights`).
+  constexpr bool has_weights() const noexcept { return !device_tensors.empty(); }
+};
+
+/// `Op::to_device<Op>`, as a function.
+template <class Op>
+std::vector<std::vector<float>> to_device_of(const tensor_source& tensors) {
+  return Op::template to_device<Op>(tensors);
+}
+
+/// The facts of op struct `Op`, which a node's `op` points to.
+template <class Op>
+inline constexpr op_info info_of{Op::name,
+                                 &Op::infer,
+                                 &Op::infer_join,
+                                 &Op::tensors,
+                                 &Op::value_rule,
+                                 Op::device_tensors,
+                                 Op::device_prefix,
+                                 &to_device_of<Op>,
+                                 &Op::plan,
+                                 &Op::describe,
+                                 Op::epilogue_head,
+                                 Op::epilogue_order};
+
+/// A node's device tensors in f32, in the order of its op's `device_tensors`.
+using device_values = std::span<const std::vector<float>>;
+
+/// The defaults of an op's kernel (see `ipu/ops/kernels/kernel.hpp`): no prepared tensors,
+/// nothing to exchange.
+struct kernel_base {
+  /// No prepared tensors.
+  template <class T, class Acc>
+  static std::any prepare(const node&, const node_plan&, device_values) {
+    return {};
+  }
+  /// Nothing to gather: the tile computes from its own activations.
+  template <class Ctx>
+  static void exchange(const Ctx&) {}
+};
+
 /// Called only when a name is not found: the compile error names it.
 inline void the_op_has_no_device_tensor_of_this_name() {}
 
@@ -218,4 +301,12 @@ consteval std::size_t device_index(std::string_view name) {
 }
 
 }  // namespace ops
+
+/// The `op` of op struct `Op` (`ipu::op_of<ipu::ops::conv>`): what its nodes' `kind` holds.
+template <class Op>
+inline constexpr op op_of{&ops::info_of<Op>};
+
+/// The name of `o` as paths and summaries write it (`"conv"`, `"batch_norm"`, ...).
+constexpr std::string_view name_of(op o) noexcept { return o.info->name; }
+
 }  // namespace ipu

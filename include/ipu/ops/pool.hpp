@@ -38,14 +38,47 @@ struct pool_base : op_base {
 
 /// Max pooling (`nn::max_pool<Size, Stride>`).
 struct max_pool : pool_base {
-  static constexpr op kind = op::max_pool;              ///< the node tag
   static constexpr std::string_view name = "max_pool";  ///< as `nn::max_pool` names it
 };
 
 /// Average pooling (`nn::avg_pool<Size, Stride>`).
 struct avg_pool : pool_base {
-  static constexpr op kind = op::avg_pool;              ///< the node tag
   static constexpr std::string_view name = "avg_pool";  ///< as `nn::avg_pool` names it
 };
 
 }  // namespace ipu::ops
+
+namespace ipu::nn {
+
+/// Max pooling over `Size x Size` windows with SAME padding.
+///
+/// \tparam Size    height and width of the window; must not exceed the input's (checked when
+///                 the graph is lowered)
+/// \tparam Stride  step along height and width; the output is `[N, ceil(H/Stride), ceil(W/Stride), C]`
+template <int Size, int Stride>
+  requires(Size > 0 && Stride > 0)
+struct max_pool_t {
+  using op_type = ops::max_pool;  ///< its op
+  static constexpr layer_params params{0, Size, Stride};  ///< its hyper-parameters
+};
+/// `nn::max_pool<Size, Stride>`: see `max_pool_t`.
+template <int Size, int Stride>
+inline constexpr max_pool_t<Size, Stride> max_pool{};
+
+/// Average pooling over `Size x Size` windows with SAME padding; padded positions are not
+/// counted (as TensorFlow's `avg_pool` with SAME).
+///
+/// \tparam Size    height and width of the window; must not exceed the input's (checked when
+///                 the graph is lowered)
+/// \tparam Stride  step along height and width; the output is `[N, ceil(H/Stride), ceil(W/Stride), C]`
+template <int Size, int Stride>
+  requires(Size > 0 && Stride > 0)
+struct avg_pool_t {
+  using op_type = ops::avg_pool;  ///< its op
+  static constexpr layer_params params{0, Size, Stride};  ///< its hyper-parameters
+};
+/// `nn::avg_pool<Size, Stride>`: see `avg_pool_t`.
+template <int Size, int Stride>
+inline constexpr avg_pool_t<Size, Stride> avg_pool{};
+
+}  // namespace ipu::nn

@@ -8,10 +8,20 @@ namespace ipu::ops {
 
 /// Rectified linear unit: shape-preserving, no weights, computed where its input lives.
 struct relu : op_base {
-  static constexpr op kind = op::relu;              ///< the node tag
   static constexpr std::string_view name = "relu";  ///< as `nn::relu` names it
   static constexpr int epilogue_order = 3;  ///< last in a convolution's epilogue
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/relu.hpp`
 };
 
 }  // namespace ipu::ops
+
+namespace ipu::nn {
+
+/// Rectified linear unit.
+struct relu_t {
+  using op_type = ops::relu;  ///< its op
+};
+/// `nn::relu`: see `relu_t`.
+inline constexpr relu_t relu{};
+
+}  // namespace ipu::nn

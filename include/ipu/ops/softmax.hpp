@@ -10,7 +10,6 @@ namespace ipu::ops {
 /// Softmax over the last axis.
 struct softmax : op_base {
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/softmax.hpp`
-  static constexpr op kind = op::softmax;              ///< the node tag
   static constexpr std::string_view name = "softmax";  ///< as `nn::softmax` names it
 
   /// Output mapped element by element; each tile's exchange holds the rows it touches.
@@ -23,3 +22,14 @@ struct softmax : op_base {
 };
 
 }  // namespace ipu::ops
+
+namespace ipu::nn {
+
+/// Softmax over the last axis.
+struct softmax_t {
+  using op_type = ops::softmax;  ///< its op
+};
+/// `nn::softmax`: see `softmax_t`.
+inline constexpr softmax_t softmax{};
+
+}  // namespace ipu::nn

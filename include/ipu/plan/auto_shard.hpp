@@ -122,7 +122,7 @@ consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N
     step[static_cast<std::size_t>(j)] = live + np.transient_max.total() + np.copy.max_elements_per_tile() * bytes;
     live -= dies[static_cast<std::size_t>(j)];
   }
-  const std::int64_t base = fixed.runtime_bytes + op_count * fixed.codelet_bytes;
+  const std::int64_t base = fixed.runtime_bytes + distinct_ops(*p.table, -1) * fixed.codelet_bytes;
   // Per atom: its node range; atom 0 also holds the input node.
   std::array<std::int64_t, A> atom_cycles{}, atom_always{}, atom_step{};
   std::array<int, A> atom_first{};

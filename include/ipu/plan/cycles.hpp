@@ -36,7 +36,7 @@ constexpr std::int64_t compute_cycles(const node& n, const node_plan& p, const c
     case step_kind::window: return div_up(units * p.step.kernel * p.step.kernel, vector);
     case step_kind::reduce: return div_up(units * p.step.reduce, vector);
     case step_kind::rows: return div_up(3 * units, vector);
-    default: return n.kind == op::input ? 0 : div_up(p.output.max_elements_per_tile(), vector);
+    default: return n.input_count == 0 ? 0 : div_up(p.output.max_elements_per_tile(), vector);
   }
 }
 
@@ -54,7 +54,7 @@ constexpr step_cycles cycles_of(const node& n, const node_plan& p, const chip_sp
   c.compute = compute_cycles(n, p, chip);
   c.exchange = exchange_cycles(p.transient_max.exchange, chip);
   // A compute and an exchange phase per serial slice, each ended by an IPU-wide sync.
-  const std::int64_t phases = n.kind == op::input ? 0 : (p.step.kind == step_kind::conv ? p.step.serial : 1);
+  const std::int64_t phases = n.input_count == 0 ? 0 : (p.step.kind == step_kind::conv ? p.step.serial : 1);
   c.sync = 2 * phases * opts.cycles.sync_cycles;
   if (p.sends && chip.link_bytes_per_s > 0)
     c.link = mul_div_up(n.out.elements() * size_of(n.type), chip.clock_hz, chip.link_bytes_per_s);

@@ -25,7 +25,8 @@
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
-#include <ipu/ops/registry.hpp>
+#include <ipu/ops/input.hpp>
+#include <ipu/ops/op.hpp>
 #include <ipu/plan/allocation.hpp>
 #include <ipu/plan/cycles.hpp>
 #include <ipu/plan/liveness.hpp>
@@ -66,6 +67,9 @@ struct plan {
   /// IPU `i`, in bytes from the tile's dynamic base (`dynamic_base`); -1 where `i` never holds
   /// it. The offsets of a step's transients are its `node_plan::buffers`.
   std::array<std::array<std::int64_t, N>, static_cast<std::size_t>(Ipus)> activation_offset{};
+  /// `codelets[i]`: the ops with a step on IPU `i` (the input excepted), each of which puts
+  /// its codelets on every tile of it.
+  std::array<int, static_cast<std::size_t>(Ipus)> codelets{};
   /// The memory plan of each IPU, indexed by IPU.
   std::array<ipu_memory, static_cast<std::size_t>(Ipus)> ipus{};
   int warnings = 0;   ///< nodes whose transients exceed the available memory proportion
@@ -102,7 +106,7 @@ struct plan {
   /// not work in it); the control entry every tile has is counted by `code_on`.
   constexpr std::int64_t step_code_on(int j, int tile) const noexcept {
     const node_plan& p = plan_of(j);
-    if (at(j).kind == op::input || tile >= p.work.tiles()) return 0;
+    if (at(j).kind == op_of<ops::input> || tile >= p.work.tiles()) return 0;
     return opts.fixed.vertex_state_bytes * chip.workers + opts.fixed.exchange_code_bytes;
   }
   /// Transients and send buffer of step `j` on `tile` of its IPU.
@@ -115,16 +119,11 @@ struct plan {
     return m;
   }
 
-  /// The code every tile of IPU `ipu` holds: runtime, a codelet per op kind, control per step.
+  /// The code every tile of IPU `ipu` holds: runtime, the codelets of each op (`codelets`),
+  /// control per step.
   constexpr std::int64_t shared_code_on(int ipu) const noexcept {
-    std::array<bool, op_count> kinds{};
-    std::int64_t code = opts.fixed.runtime_bytes;
-    for (int j = 0; j < static_cast<int>(N); ++j) {
-      if (at(j).ipu != ipu) continue;
-      code += opts.fixed.control_bytes;
-      kinds[static_cast<std::size_t>(at(j).kind)] = at(j).kind != op::input;
-    }
-    for (bool k : kinds) code += k ? opts.fixed.codelet_bytes : 0;
+    std::int64_t code = opts.fixed.runtime_bytes + codelets[static_cast<std::size_t>(ipu)] * opts.fixed.codelet_bytes;
+    for (int j = 0; j < static_cast<int>(N); ++j) code += at(j).ipu == ipu ? opts.fixed.control_bytes : 0;
     return code;
   }
   /// Always-live bytes of `tile` on IPU `ipu`: weights and code.
@@ -208,7 +207,7 @@ consteval void place_node(plan<N, Ipus>& p, int j) {
     const node_plan& q = p.nodes[static_cast<std::size_t>(src)];
     in.mappings[static_cast<std::size_t>(k)] = p.at(src).ipu == n.ipu ? &q.output : &q.copy;
   }
-  ops::visit(n.kind, [&]<class Op>(Op) { Op::plan(in, np); });
+  n.kind.info->plan(in, np);
   np.transient_max = transient_on(np.step, np.work.units.max_elements_per_tile());
 }
 
@@ -484,8 +483,8 @@ constexpr void plan_fusion(plan<N, Ipus>& p) {
     for (int src : p.at(j).sources()) ++readers[static_cast<std::size_t>(src)];
   }
   if (p.opts.partials != dtype::f32) return;
-  const auto head = [](op kind) { return ops::visit(kind, []<class Op>(Op) { return Op::epilogue_head; }); };
-  const auto order = [](op kind) { return ops::visit(kind, []<class Op>(Op) { return Op::epilogue_order; }); };
+  const auto head = [](op kind) { return kind.info->epilogue_head; };
+  const auto order = [](op kind) { return kind.info->epilogue_order; };
   for (int j = 0; j < count; ++j) {
     if (!head(p.at(j).kind)) continue;
     int end = j, last = 0;
@@ -504,6 +503,21 @@ constexpr void plan_fusion(plan<N, Ipus>& p) {
     p.nodes[static_cast<std::size_t>(j)].fused_end = end;
     j = end;
   }
+}
+
+/// The distinct ops of the nodes in `table` on IPU `ipu` (every IPU when `ipu < 0`), the
+/// input excepted.
+template <std::size_t N>
+constexpr int distinct_ops(const std::array<node, N>& table, int ipu) noexcept {
+  std::array<op, N> seen{};
+  int count = 0;
+  for (const node& n : table) {
+    if ((ipu >= 0 && n.ipu != ipu) || n.kind == op_of<ops::input>) continue;
+    bool known = false;
+    for (int k = 0; k < count && !known; ++k) known = seen[static_cast<std::size_t>(k)] == n.kind;
+    if (!known) seen[static_cast<std::size_t>(count++)] = n.kind;
+  }
+  return count;
 }
 
 /// Everything but the IPUs' memory, which `plan_ipu` adds, one IPU per constant evaluation.
@@ -531,6 +545,7 @@ consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_s
       return p;
     }
   for (int j = 0; j < static_cast<int>(N); ++j) place_node(p, j);
+  for (int i = 0; i < Ipus; ++i) p.codelets[static_cast<std::size_t>(i)] = distinct_ops(table, i);
   for (auto& h : p.held) h.fill(-1);
   const std::array<int, N> last = last_use(table);
   for (int j = 0; j < static_cast<int>(N); ++j) {

@@ -6,7 +6,7 @@
 #include <ipu/core/stream_state.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
-#include <ipu/ops/registry.hpp>
+#include <ipu/ops/op.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -34,7 +34,7 @@ inline std::string grouped(std::int64_t v) {
 inline std::string describe_op(const node& n) {
   std::ostringstream s;
   s << name_of(n.kind);
-  ops::visit(n.kind, [&]<class Op>(Op) { Op::describe(s, n.layer); });
+  n.kind.info->describe(s, n.layer);
   return s.str();
 }
 

@@ -18,6 +18,7 @@
 #include <ipu/graph/queries.hpp>
 #include <ipu/plan/plan.hpp>
 #include <ipu/runtime/channel.hpp>
+#include <ipu/ops/kernels.hpp>
 #include <ipu/runtime/executor.hpp>
 #include <ipu/runtime/feeds.hpp>
 #include <ipu/runtime/io.hpp>
@@ -100,7 +101,7 @@ class engine {
   /// shift, rounds the weights to the element type and lays them out. Throws `weight_error`
   /// if any value is not finite before or after that.
   explicit engine(const weights<G>& w, engine_config config = {})
-      : executor_(runtime::program::from(plan()), parameters(w), config.mode, config.threads),
+      : executor_(runtime::program::from(plan()), parameters(w), kernels(), config.mode, config.threads),
         profile_(executor_.prog(), batch_size_v<G>, Tgt::name, name_of(config.mode).data()) {}
 
   /// The plan the engine runs: `ipu::plan_v<G, Tgt, Opts>`.
@@ -210,10 +211,17 @@ class engine {
     profile_.record_batch(seconds_);
   }
 
-  /// How errors name device tensor `k` of `Op`: `"kernel"`, `"folded scale"`.
-  template <class Op>
-  static std::string device_name(std::size_t k) {
-    return std::string(Op::device_prefix) + std::string(Op::device_tensors[k]);
+  /// The kernels of the graph's ops (`Op::kernel`, from `ipu/ops/kernels.hpp` or the user's
+  /// code).
+  static runtime::kernel_set<element_type, partial_type> kernels() {
+    runtime::kernel_set<element_type, partial_type> set;
+    detail::for_each_op<graph_type>([&]<class Op>() { set.template add<Op>(); });
+    return set;
+  }
+
+  /// How errors name device tensor `k` of op `o`: `"kernel"`, `"folded scale"`.
+  static std::string device_name(op o, std::size_t k) {
+    return std::string(o.info->device_prefix) + std::string(o.info->device_tensors[k]);
   }
 
   /// The tensors as the device holds them (`ops::<op>::to_device`: batch norm folded); every
@@ -223,15 +231,14 @@ class engine {
     runtime::parameter_set set(node_count_v<G>);
     for (const layer_weights& layer : w) {
       auto& tensors = set[static_cast<std::size_t>(layer.node_index())];
-      ops::visit(layer.kind(), [&]<class Op>(Op) {
-        tensors = Op::template to_device<Op>([&](std::string_view name) { return layer[name]; });
-        for (std::size_t k = 0; k < tensors.size(); ++k)
-          for (std::size_t i = 0; i < tensors[k].size(); ++i)
-            if (!std::isfinite(kernels::widen(static_cast<element_type>(tensors[k][i]))))
-              throw weight_error("ipu::engine: " + std::string(layer.path()) + " " + device_name<Op>(k) + "[" +
-                                 std::to_string(i) + "] = " + std::to_string(tensors[k][i]) + " is not finite in " +
-                                 std::string(name_of(dtype_of_v<element_type>)));
-      });
+      const auto lookup = [&](std::string_view name) { return layer[name]; };
+      tensors = layer.kind().info->to_device(ops::tensor_source{lookup});
+      for (std::size_t k = 0; k < tensors.size(); ++k)
+        for (std::size_t i = 0; i < tensors[k].size(); ++i)
+          if (!std::isfinite(kernels::widen(static_cast<element_type>(tensors[k][i]))))
+            throw weight_error("ipu::engine: " + std::string(layer.path()) + " " + device_name(layer.kind(), k) + "[" +
+                               std::to_string(i) + "] = " + std::to_string(tensors[k][i]) + " is not finite in " +
+                               std::string(name_of(dtype_of_v<element_type>)));
     }
     return set;
   }

@@ -15,6 +15,7 @@
 #include <ipu/runtime/execution.hpp>
 #include <ipu/runtime/faithful_executor.hpp>
 #include <ipu/runtime/fast_executor.hpp>
+#include <ipu/runtime/kernel_set.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 
@@ -37,15 +38,18 @@ template <ElementType T, class Acc>
 class executor {
  public:
   /// Takes over `prog` and lays out `params` (one entry per node, empty for nodes without
-  /// parameters) for `mode`, on `threads` host threads (0: one per hardware thread). In
+  /// parameters) for `mode`, to run each node with its op's kernel from `kernels`, on
+  /// `threads` host threads (0: one per hardware thread). Throws `execution_error` if
+  /// `kernels` lacks an op of `prog`. In
   /// faithful mode, allocates `bytes_per_tile` for every tile of every IPU and places code and
   /// weights; throws `execution_error` if a tile has no room for them.
-  executor(program prog, const parameter_set& params, execution_mode mode, unsigned threads)
+  executor(program prog, const parameter_set& params, const kernel_set<T, Acc>& kernels, execution_mode mode,
+           unsigned threads)
       : prog_(std::make_unique<program>(std::move(prog))), mode_(mode), team_(std::make_unique<team>(threads)) {
     if (mode_ == execution_mode::faithful) {
-      faithful_ = std::make_unique<faithful_executor<T, Acc>>(*prog_, params, *team_);
+      faithful_ = std::make_unique<faithful_executor<T, Acc>>(*prog_, params, kernels.per_node(prog_->nodes), *team_);
     } else {
-      fast_ = std::make_unique<fast_executor<T, Acc>>(*prog_, params, *team_);
+      fast_ = std::make_unique<fast_executor<T, Acc>>(*prog_, params, kernels.per_node(prog_->nodes), *team_);
     }
   }
 

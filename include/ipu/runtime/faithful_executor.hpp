@@ -19,10 +19,10 @@
 
 #include <ipu/core/arith.hpp>
 #include <ipu/core/dtype.hpp>
-#include <ipu/ops/kernels.hpp>
 #include <ipu/plan/memory.hpp>
 #include <ipu/plan/model.hpp>
 #include <ipu/runtime/execution.hpp>
+#include <ipu/runtime/kernel_set.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 
@@ -38,6 +38,72 @@
 
 namespace ipu::runtime {
 
+template <ElementType T, class Acc>
+class faithful_executor;
+
+/// What an op's `exchange` and `compute` kernels are handed: one step on one tile. Every
+/// pointer it gives is into the tile's own memory image, checked to lie inside it; other
+/// tensors are read through the exchange (`read_storage`, `read_channels`).
+template <ElementType T, class Acc>
+class tile_context {
+ public:
+  using value_type = T;       ///< the storage element type
+  using partials_type = Acc;  ///< the partials type
+  const node& n;              ///< the step's node
+  const node_plan& p;         ///< its plan
+  const int index;            ///< its index
+  const int tile;             ///< the tile
+  const std::int64_t slice;   ///< the serial slice (of a conv-like step; else 0)
+  const std::int64_t first;  ///< the tile's first element of the output, in storage order
+  const std::int64_t last;   ///< one past its last
+
+  /// Step `j`, slice `s`, on tile `t` of the step's IPU, in `e`.
+  tile_context(const faithful_executor<T, Acc>& e, int j, int t, std::int64_t s)
+      : tile_context(e, j, t, s, e.segment(e.prog_.plan_of(j).output, t)) {}
+
+  /// Node `k` of the program.
+  const node& node_at(int k) const noexcept { return e_.prog_.at(k); }
+  /// How node `src`'s output is mapped on the step's IPU.
+  const tensor_mapping& mapping_of(int src) const noexcept { return e_.prog_.mapping_on(ipu_, src); }
+  /// Where node `src`'s output lives on the step's IPU, for `read_channels`.
+  const auto& input(int src) const noexcept { return e_.input_on(ipu_, src); }
+  /// Where the node's device tensor `w` lives (in the order of its op's `device_tensors`).
+  const auto& weights(std::size_t w) const noexcept {
+    return e_.devices_[static_cast<std::size_t>(ipu_)].weights[static_cast<std::size_t>(index)][w];
+  }
+  /// Exchange: copies storage elements `[s, s + count)` of tensor `pl` to `dst`.
+  template <class Placement>
+  void read_storage(const Placement& pl, std::int64_t s, std::int64_t count, T* dst) const {
+    e_.read_storage(ipu_, pl, s, count, dst);
+  }
+  /// Exchange: copies channels `[c, c + count)` of position `pos` of tensor `pl` to `dst`.
+  template <class Placement>
+  void read_channels(const Placement& pl, std::int64_t pos, std::int64_t c, std::int64_t count, T* dst) const {
+    e_.read_channels(ipu_, pl, pos, c, count, dst);
+  }
+  /// Elements `[from, from + count)` of the tile's exchange buffer; throws `execution_error`
+  /// past the bytes the plan gives it.
+  T* exchange_buffer(std::int64_t from, std::int64_t count) const { return e_.own_exchange(ipu_, tile, from, count); }
+  /// The tile's elements of the output.
+  T* output() const { return e_.own_activation(ipu_, index, tile); }
+  /// The tile's elements of node `src`'s output (mapped as this step's output).
+  const T* operand(int src) const { return e_.own_activation(ipu_, src, tile); }
+  /// `count` partials in the tile's temporaries.
+  Acc* partials(std::int64_t count) const {
+    return e_.template own<Acc>(ipu_, tile, e_.devices_[static_cast<std::size_t>(ipu_)].step[static_cast<std::size_t>(tile)].temporaries,
+                                count);
+  }
+  /// The batch the input step copies, in logical order.
+  const T* batch() const noexcept { return e_.input_; }
+
+ private:
+  tile_context(const faithful_executor<T, Acc>& e, int j, int t, std::int64_t s, std::pair<std::int64_t, std::int64_t> out)
+      : n(e.prog_.at(j)), p(e.prog_.plan_of(j)), index(j), tile(t), slice(s), first(out.first), last(out.second),
+        e_(e), ipu_(n.ipu) {}
+  const faithful_executor<T, Acc>& e_;
+  int ipu_;
+};
+
 /// Runs a `program`'s steps on every tile's memory image (see the file comment).
 /// \tparam T   storage element type, `f32` or `f16`
 /// \tparam Acc partials type, `f32` or `f16`: the scalar kernels accumulate in it
@@ -45,11 +111,13 @@ template <ElementType T, class Acc>
 class faithful_executor {
  public:
   /// Allocates `bytes_per_tile` for every tile of every IPU of `prog` and places code and the
-  /// weights `params` (one entry per node); `prog` and `threads` must outlive the executor.
+  /// weights `params` (one entry per node), to run with `kernels` (one per node); `prog` and
+  /// `threads` must outlive the executor.
   /// Throws `execution_error` if the plan places a buffer past a tile's memory (a plan that
   /// fits never does).
-  faithful_executor(const program& prog, const parameter_set& params, team& threads)
-      : prog_(prog), team_(threads), tiles_(prog.chip.tiles) {
+  faithful_executor(const program& prog, const parameter_set& params, std::vector<op_kernel<T, Acc>> kernels,
+                    team& threads)
+      : prog_(prog), team_(threads), kernels_(std::move(kernels)), tiles_(prog.chip.tiles) {
     std::vector<std::vector<std::vector<T>>> device(params.size());
     for (std::size_t j = 0; j < params.size(); ++j)
       for (const auto& t : params[j]) {
@@ -85,68 +153,6 @@ class faithful_executor {
   std::int64_t measured_extent(int ipu, int tile) const {
     return devices_[static_cast<std::size_t>(ipu)].extent[static_cast<std::size_t>(tile)];
   }
-
-  /// What an op's `exchange` and `compute` kernels are handed: one step on one tile. Every
-  /// pointer it gives is into the tile's own memory image, checked to lie inside it; other
-  /// tensors are read through the exchange (`read_storage`, `read_channels`).
-  class tile_context {
-   public:
-    using value_type = T;       ///< the storage element type
-    using partials_type = Acc;  ///< the partials type
-    const node& n;              ///< the step's node
-    const node_plan& p;         ///< its plan
-    const int index;            ///< its index
-    const int tile;             ///< the tile
-    const std::int64_t slice;   ///< the serial slice (of a conv-like step; else 0)
-    const std::int64_t first;  ///< the tile's first element of the output, in storage order
-    const std::int64_t last;   ///< one past its last
-
-    /// Step `j`, slice `s`, on tile `t` of the step's IPU, in `e`.
-    tile_context(const faithful_executor& e, int j, int t, std::int64_t s)
-        : tile_context(e, j, t, s, segment(e.prog_.plan_of(j).output, t)) {}
-
-    /// Node `k` of the program.
-    const node& node_at(int k) const noexcept { return e_.prog_.at(k); }
-    /// How node `src`'s output is mapped on the step's IPU.
-    const tensor_mapping& mapping_of(int src) const noexcept { return e_.prog_.mapping_on(ipu_, src); }
-    /// Where node `src`'s output lives on the step's IPU, for `read_channels`.
-    const auto& input(int src) const noexcept { return e_.input_on(ipu_, src); }
-    /// Where the node's device tensor `w` lives (in the order of its op's `device_tensors`).
-    const auto& weights(std::size_t w) const noexcept {
-      return e_.devices_[static_cast<std::size_t>(ipu_)].weights[static_cast<std::size_t>(index)][w];
-    }
-    /// Exchange: copies storage elements `[s, s + count)` of tensor `pl` to `dst`.
-    template <class Placement>
-    void read_storage(const Placement& pl, std::int64_t s, std::int64_t count, T* dst) const {
-      e_.read_storage(ipu_, pl, s, count, dst);
-    }
-    /// Exchange: copies channels `[c, c + count)` of position `pos` of tensor `pl` to `dst`.
-    template <class Placement>
-    void read_channels(const Placement& pl, std::int64_t pos, std::int64_t c, std::int64_t count, T* dst) const {
-      e_.read_channels(ipu_, pl, pos, c, count, dst);
-    }
-    /// Elements `[from, from + count)` of the tile's exchange buffer; throws `execution_error`
-    /// past the bytes the plan gives it.
-    T* exchange_buffer(std::int64_t from, std::int64_t count) const { return e_.own_exchange(ipu_, tile, from, count); }
-    /// The tile's elements of the output.
-    T* output() const { return e_.own_activation(ipu_, index, tile); }
-    /// The tile's elements of node `src`'s output (mapped as this step's output).
-    const T* operand(int src) const { return e_.own_activation(ipu_, src, tile); }
-    /// `count` partials in the tile's temporaries.
-    Acc* partials(std::int64_t count) const {
-      const tile_step& ts = e_.devices_[static_cast<std::size_t>(ipu_)].step[static_cast<std::size_t>(tile)];
-      return e_.template own<Acc>(ipu_, tile, ts.temporaries, count);
-    }
-    /// The batch the input step copies, in logical order.
-    const T* batch() const noexcept { return e_.input_; }
-
-   private:
-    tile_context(const faithful_executor& e, int j, int t, std::int64_t s, std::pair<std::int64_t, std::int64_t> out)
-        : n(e.prog_.at(j)), p(e.prog_.plan_of(j)), index(j), tile(t), slice(s), first(out.first), last(out.second),
-          e_(e), ipu_(n.ipu) {}
-    const faithful_executor& e_;
-    int ipu_;
-  };
 
   /// Runs step `j`: its exchange and compute phases on every tile, and its IPU-Link copies.
   void step(int j) {
@@ -208,6 +214,8 @@ class faithful_executor {
   }
 
  private:
+  friend class tile_context<T, Acc>;
+
   /// Where one tensor lives on one IPU: its mapping, storage order and offset per tile.
   struct placement {
     const tensor_mapping* mapping = nullptr;
@@ -422,17 +430,17 @@ class faithful_executor {
   /// what the tile's vertices read. A tile that holds none of the output gathers nothing,
   /// unless the step's work is mapped apart from its output (a conv-like step's is).
   void exchange(int j, int tile, std::int64_t s) {
-    const tile_context c{*this, j, tile, s};
+    const tile_context<T, Acc> c{*this, j, tile, s};
     if (c.first == c.last && c.p.step.kind != step_kind::conv) return;
-    ops::visit(c.n.kind, [&]<class Op>(Op) { Op::kernel::exchange(c); });
+    kernels_[static_cast<std::size_t>(j)].exchange(c);
   }
 
   /// Compute phase of step `j` (slice `s`) on `tile`: its op's `compute` kernel, reading only
   /// the tile's memory.
   void compute(int j, int tile, std::int64_t s) {
-    const tile_context c{*this, j, tile, s};
+    const tile_context<T, Acc> c{*this, j, tile, s};
     if (c.first == c.last) return;
-    ops::visit(c.n.kind, [&]<class Op>(Op) { Op::kernel::compute(c); });
+    kernels_[static_cast<std::size_t>(j)].compute(c);
   }
 
   /// Reads the graph's output back from its tiles, in logical order.
@@ -446,6 +454,7 @@ class faithful_executor {
 
   const program& prog_;
   team& team_;
+  std::vector<op_kernel<T, Acc>> kernels_;  // per node
   int tiles_;
   const T* input_ = nullptr;
   std::vector<device> devices_;

@@ -11,8 +11,8 @@
 /// for bit, whatever the number of threads.
 
 #include <ipu/core/dtype.hpp>
-#include <ipu/ops/kernels.hpp>
 #include <ipu/runtime/execution.hpp>
+#include <ipu/runtime/kernel_set.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 
@@ -26,6 +26,62 @@
 
 namespace ipu::runtime {
 
+template <ElementType T, class Acc>
+class fast_executor;
+
+/// What an op's `fast` kernel is handed for one step: its node and plan, the host tensors
+/// (every output in logical order, NHWC or NC) and the threads.
+template <ElementType T, class Acc>
+class fast_context {
+ public:
+  using value_type = T;      ///< the storage element type
+  using partials_type = Acc; ///< the partials type
+  const node& n;             ///< the step's node
+  const node_plan& p;        ///< its plan
+  const int index;           ///< its index
+
+  /// Step `j` of `e`.
+  fast_context(fast_executor<T, Acc>& e, int j) : n(e.prog_.at(j)), p(e.prog_.plan_of(j)), index(j), e_(e) {}
+
+  /// Node `k` of the program.
+  const node& node_at(int k) const noexcept { return e_.prog_.at(k); }
+  /// The host tensor of node `k`'s output (a node whose step writes it).
+  T* host(int k) const { return e_.host_of(k).data(); }
+  /// The step's output.
+  T* output() const { return host(index); }
+  /// The output of the step's input `k` (0: the main input).
+  const T* input(int k = 0) const { return host(n.inputs[static_cast<std::size_t>(k)]); }
+  /// The batch the input step copies.
+  const T* batch() const noexcept { return e_.input_; }
+  /// What the op's kernel `prepare`d for node `k` (default: this step's node), as `P`.
+  template <class P>
+  const P& params(int k = -1) const {
+    return std::any_cast<const P&>(e_.params_[static_cast<std::size_t>(k < 0 ? index : k)]);
+  }
+  /// Sets node `k`'s part of a convolution's epilogue `e`, `k` fused after node `previous`
+  /// (its op's `fuse`).
+  void fuse(kernels::epilogue<T>& e, int k, int previous) const {
+    e_.kernels_[static_cast<std::size_t>(k)].fuse(e, *this, k, previous);
+  }
+  /// Runs `work(item)` for `items` items spread over the threads.
+  template <class F>
+  void parallel(std::int64_t items, F&& work) const {
+    e_.parallel_items(items, work);
+  }
+  /// Runs `work(begin, end)` over `[0, count)` cut into parts, a few per thread (no more
+  /// parts than the output has positions).
+  template <class F>
+  void parallel_ranges(std::int64_t count, F&& work) const {
+    const std::int64_t parts_per_thread = 8;
+    const std::int64_t positions = n.out.elements() / n.out.channels();
+    const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>(positions, e_.team_.size() * parts_per_thread));
+    e_.parallel_items(parts, [&](std::int64_t k) { work(k * count / parts, (k + 1) * count / parts); });
+  }
+
+ private:
+  fast_executor<T, Acc>& e_;
+};
+
 /// Runs a `program`'s steps over host tensors (see the file comment).
 /// \tparam T   storage element type, `f32` or `f16`
 /// \tparam Acc partials type: with `f32`, convolutions run `kernels::packed_conv` with the
@@ -33,9 +89,10 @@ namespace ipu::runtime {
 template <ElementType T, class Acc>
 class fast_executor {
  public:
-  /// Lays out `params` (one entry per node) for `prog`, run on `threads`; both must outlive
-  /// the executor.
-  fast_executor(const program& prog, const parameter_set& params, team& threads) : prog_(prog), team_(threads) {
+  /// Lays out `params` (one entry per node) for `prog`, run on `threads` by `kernels` (one
+  /// per node); `prog` and `threads` must outlive the executor.
+  fast_executor(const program& prog, const parameter_set& params, std::vector<op_kernel<T, Acc>> kernels, team& threads)
+      : prog_(prog), team_(threads), kernels_(std::move(kernels)) {
     prepare_parameters(params);
     prepare_host_buffers();
   }
@@ -43,59 +100,11 @@ class fast_executor {
   /// Sets the batch the input step reads.
   void begin(const T* input) noexcept { input_ = input; }
 
-  /// What an op's `fast` kernel is handed for one step: its node and plan, the host tensors
-  /// (every output in logical order, NHWC or NC) and the threads.
-  class context {
-   public:
-    using value_type = T;      ///< the storage element type
-    using partials_type = Acc; ///< the partials type
-    const node& n;             ///< the step's node
-    const node_plan& p;        ///< its plan
-    const int index;           ///< its index
-
-    /// Step `j` of `e`.
-    context(fast_executor& e, int j) : n(e.prog_.at(j)), p(e.prog_.plan_of(j)), index(j), e_(e) {}
-
-    /// Node `k` of the program.
-    const node& node_at(int k) const noexcept { return e_.prog_.at(k); }
-    /// The host tensor of node `k`'s output (a node whose step writes it).
-    T* host(int k) const { return e_.host_of(k).data(); }
-    /// The step's output.
-    T* output() const { return host(index); }
-    /// The output of the step's input `k` (0: the main input).
-    const T* input(int k = 0) const { return host(n.inputs[static_cast<std::size_t>(k)]); }
-    /// The batch the input step copies.
-    const T* batch() const noexcept { return e_.input_; }
-    /// What the op's kernel `prepare`d for node `k` (default: this step's node), as `P`.
-    template <class P>
-    const P& params(int k = -1) const {
-      return std::any_cast<const P&>(e_.params_[static_cast<std::size_t>(k < 0 ? index : k)]);
-    }
-    /// Runs `work(item)` for `items` items spread over the threads.
-    template <class F>
-    void parallel(std::int64_t items, F&& work) const {
-      e_.parallel_items(items, work);
-    }
-    /// Runs `work(begin, end)` over `[0, count)` cut into parts, a few per thread (no more
-    /// parts than the output has positions).
-    template <class F>
-    void parallel_ranges(std::int64_t count, F&& work) const {
-      const std::int64_t parts_per_thread = 8;
-      const std::int64_t positions = n.out.elements() / n.out.channels();
-      const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>(positions, e_.team_.size() * parts_per_thread));
-      e_.parallel_items(parts, [&](std::int64_t k) { work(k * count / parts, (k + 1) * count / parts); });
-    }
-
-   private:
-    fast_executor& e_;
-  };
-
   /// Runs step `j` over whole host tensors: its op's `fast` kernel, unless a convolution's
   /// epilogue computes it.
   void step(int j) {
     if (prog_.plan_of(j).fused_into >= 0) return;
-    const context c{*this, j};
-    ops::visit(prog_.at(j).kind, [&]<class Op>(Op) { Op::kernel::fast(c); });
+    kernels_[static_cast<std::size_t>(j)].fast(fast_context<T, Acc>{*this, j});
   }
 
   /// Copies the graph's output, in logical order, to `output`.
@@ -106,14 +115,14 @@ class fast_executor {
   }
 
  private:
+  friend class fast_context<T, Acc>;
+
   /// What each node's kernel prepared (`prepare`), by node.
   void prepare_parameters(const parameter_set& params) {
     params_.resize(static_cast<std::size_t>(prog_.size()));
     for (int j = 0; j < prog_.size(); ++j)
-      ops::visit(prog_.at(j).kind, [&]<class Op>(Op) {
-        params_[static_cast<std::size_t>(j)] =
-            Op::kernel::template prepare<T, Acc>(prog_.at(j), prog_.plan_of(j), params[static_cast<std::size_t>(j)]);
-      });
+      params_[static_cast<std::size_t>(j)] = kernels_[static_cast<std::size_t>(j)].prepare(
+          prog_.at(j), prog_.plan_of(j), params[static_cast<std::size_t>(j)]);
   }
 
   /// The step that writes node `j`'s output, or -1 when no step does (fused away).
@@ -173,6 +182,7 @@ class fast_executor {
 
   const program& prog_;
   team& team_;
+  std::vector<op_kernel<T, Acc>> kernels_;  // per node
   const T* input_ = nullptr;
   std::vector<std::any> params_;  // per node: what its kernel prepared
   std::vector<int> slot_;  // per node: the host buffer its output is written to

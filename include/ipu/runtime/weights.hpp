@@ -16,7 +16,7 @@
 
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
-#include <ipu/ops/registry.hpp>
+#include <ipu/ops/op.hpp>
 
 #include <algorithm>
 #include <array>
@@ -66,7 +66,7 @@ class layer_weights {
   /// (`ops::<op>::tensors`), with their initial values: zero, except a batch norm's scale and
   /// variance, which are 1. Throws `weight_error` if the op has no weights.
   layer_weights(const node& n, int node_index) : node_(node_index), kind_(n.kind), path_(n.path.view()) {
-    const ops::tensor_specs specs = ops::visit(n.kind, [&]<class Op>(Op) { return Op::tensors(n); });
+    const ops::tensor_specs specs = n.kind.info->tensors(n);
     if (specs.count == 0) throw weight_error("ipu::weights: " + std::string(path_) + " has no parameters");
     for (const ops::tensor_spec& t : specs.view()) {
       tensors_.push_back({t.name, {t.dim.begin(), t.dim.begin() + t.rank}, {}, t.random});
@@ -76,7 +76,7 @@ class layer_weights {
 
   /// The layer's path in the graph, e.g. `"stage1.block1.conv2"`.
   std::string_view path() const noexcept { return path_; }
-  /// The layer's operation: `op::conv`, `op::batch_norm` or `op::dense`.
+  /// The layer's operation (`ipu::op_of<ops::conv>`, ...).
   op kind() const noexcept { return kind_; }
   /// Index of the layer's node in the graph's node table.
   int node_index() const noexcept { return node_; }
@@ -190,7 +190,7 @@ class weights {
   static constexpr std::size_t layer_count = [] {
     std::size_t n = 0;
     for (const node& x : node_table_v<graph_type>)
-      n += ops::has_weights(x.kind) ? 1 : 0;
+      n += x.kind.info->has_weights() ? 1 : 0;
     return n;
   }();
 
@@ -199,7 +199,7 @@ class weights {
   weights() {
     layers_.reserve(layer_count);
     for (std::size_t j = 0; j < table.size(); ++j)
-      if (const node& n = table[j]; ops::has_weights(n.kind))
+      if (const node& n = table[j]; n.kind.info->has_weights())
         layers_.emplace_back(n, static_cast<int>(j));
   }
 
@@ -267,16 +267,14 @@ class weights {
   /// makes `variance + epsilon` not positive).
   void validate() const {
     for (const layer_weights& layer : layers_)
-      ops::visit(layer.kind(), [&]<class Op>(Op) {
-        for (const weight_tensor& t : layer.tensors())
-          for (std::size_t i = 0; i < t.values.size(); ++i) {
-            const float v = t.values[i];
-            const std::string_view rule = std::isfinite(v) ? Op::value_rule(t.name, v) : ", not finite";
-            if (!rule.empty())
-              throw weight_error("ipu::weights: " + std::string(layer.path()) + "." + std::string(t.name) + "[" +
-                                 std::to_string(i) + "] is " + std::to_string(v) + std::string(rule));
-          }
-      });
+      for (const weight_tensor& t : layer.tensors())
+        for (std::size_t i = 0; i < t.values.size(); ++i) {
+          const float v = t.values[i];
+          const std::string_view rule = std::isfinite(v) ? layer.kind().info->value_rule(t.name, v) : ", not finite";
+          if (!rule.empty())
+            throw weight_error("ipu::weights: " + std::string(layer.path()) + "." + std::string(t.name) + "[" +
+                               std::to_string(i) + "] is " + std::to_string(v) + std::string(rule));
+        }
   }
 
  private:

@@ -6,7 +6,6 @@
 
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/node.hpp>
-#include <ipu/ops/registry.hpp>
 
 #include <algorithm>
 #include <array>
@@ -33,7 +32,7 @@ inline constexpr int node_count<nn::seq_t<B...>> = [] {
 }();
 template <>
 inline constexpr int node_count<nn::identity_t> = 0;
-template <op Join, class... Branches>
+template <class Join, class... Branches>
 inline constexpr int node_count<nn::join_t<Join, Branches...>> = [] {
   int n = 1;
   for (int c : {node_count<Branches>...}) n += c;
@@ -52,11 +51,26 @@ inline constexpr int node_count<on_t<Ipu, Body>> = node_count<Body>;
 
 // ---- the builder ----------------------------------------------------------------------------
 
-/// Naming state of one scope: the path prefix and a counter per op and for residual blocks.
+/// Naming state of one scope: the path prefix, how many nodes of each op it has named, and
+/// how many residual blocks.
 struct name_scope {
+  static constexpr int capacity = 64;  ///< distinct ops named in one scope
   path_string prefix{};
-  std::array<int, op_count> count{};
+  std::array<op, capacity> ops{};
+  std::array<int, capacity> count{};
+  int kinds = 0;
   int blocks = 0;
+
+  /// The number of the next node of op `o` in this scope (1 for its first), or 0 when the
+  /// scope already names `capacity` other ops.
+  constexpr int next(op o) {
+    for (int k = 0; k < kinds; ++k)
+      if (ops[static_cast<std::size_t>(k)] == o) return ++count[static_cast<std::size_t>(k)];
+    if (kinds == capacity) return 0;
+    ops[static_cast<std::size_t>(kinds)] = o;
+    count[static_cast<std::size_t>(kinds++)] = 1;
+    return 1;
+  }
 
   constexpr name_scope child(std::string_view name, std::int64_t number = 0) const {
     name_scope s;
@@ -89,9 +103,8 @@ struct builder {
 
   constexpr void push_input(dtype type, shape s) {
     node n;
-    n.kind = op::input;
+    n.kind = op_of<ops::input>;
     n.path = path_string("input");
-    n.layer.kind = op::input;
     n.in = n.out = s;
     n.type = type;
     n.ipu = ipu;
@@ -111,19 +124,27 @@ struct builder {
     push(n);
   }
 
-  constexpr void push_layer(const layer_params& p, name_scope& scope) {
+  /// The path of the next node of op `o` in `scope`: `<prefix><name><number>`.
+  constexpr path_string name(op o, name_scope& scope) {
+    path_string path = scope.prefix;
+    const int number = scope.next(o);
+    path.append(name_of(o)).append(number);
+    if (number == 0) fail({graph_error_kind::too_many_ops_in_scope, path, {}, {}, name_scope::capacity, 0});
+    return path;
+  }
+
+  constexpr void push_layer(op o, const layer_params& p, name_scope& scope) {
     const node& src = nodes[static_cast<std::size_t>(current)];
     node n;
-    n.kind = p.kind;
+    n.kind = o;
     n.layer = p;
-    n.path = scope.prefix;
-    n.path.append(name_of(p.kind)).append(++scope.count[static_cast<std::size_t>(p.kind)]);
+    n.path = name(o, scope);
     n.inputs[0] = current;
     n.input_count = 1;
     n.in = src.out;
     n.type = src.type;
     n.ipu = ipu;
-    push_inferred(n, ops::visit(p.kind, [&]<class Op>(Op) { return Op::infer(p, n.in); }));
+    push_inferred(n, o.info->infer(p, n.in));
   }
 
   /// Appends a join of kind `kind` reading `sources`, at `path`.
@@ -131,7 +152,6 @@ struct builder {
     const node& a = nodes[static_cast<std::size_t>(sources[0])];
     node n;
     n.kind = kind;
-    n.layer.kind = kind;
     n.path = path;
     std::array<shape, max_inputs> shapes{};
     for (std::size_t k = 0; k < sources.size(); ++k) {
@@ -143,7 +163,7 @@ struct builder {
     n.type = a.type;
     n.ipu = ipu;
     const std::span<const shape> in{shapes.data(), sources.size()};
-    push_inferred(n, ops::visit(kind, [&]<class Op>(Op) { return Op::infer_join(in); }));
+    push_inferred(n, kind.info->infer_join(in));
   }
 
   /// The add closing a residual block: body and shortcut.
@@ -152,7 +172,7 @@ struct builder {
     path.append(ops::add::name);
     const std::array<int, 2> sources{main, shortcut};
     const graph_error before = error;
-    push_join(op::add, sources, path);
+    push_join(op_of<ops::add>, sources, path);
     if (before.kind == graph_error_kind::none && error.kind == graph_error_kind::join_shapes_differ)
       error.kind = graph_error_kind::residual_shapes_differ;  // name what the user wrote
   }
@@ -164,7 +184,7 @@ template <class T>
 struct emit {
   template <class B>
   static constexpr void apply(B& b, name_scope& s) {
-    b.push_layer(T::params, s);
+    b.push_layer(op_of<typename T::op_type>, layer_params_of<T>, s);
   }
 };
 template <class... Bs>
@@ -197,18 +217,17 @@ struct emit<nn::identity_t> {  // a join's branch that passes its input through
   template <class B>
   static constexpr void apply(B&, name_scope&) {}
 };
-template <op Join, class... Branches>
+template <class Join, class... Branches>
 struct emit<nn::join_t<Join, Branches...>> {
   template <class B>
   static constexpr void apply(B& b, name_scope& s) {
-    name_scope inner = s.child(name_of(Join), ++s.count[static_cast<std::size_t>(Join)]);
+    const path_string path = b.name(op_of<Join>, s);  // named like a layer: `concat1`, its branches `concat1.branch1...`
+    name_scope inner = s.child(path.view().substr(s.prefix.view().size()));
     const int x = b.current;
     std::array<int, sizeof...(Branches)> outputs{};
     int k = 0;
     (void)std::initializer_list<int>{0, (b.current = x, apply_branch<Branches>(b, inner, k), outputs[static_cast<std::size_t>(k++)] = b.current, 0)...};
-    path_string path = s.prefix;  // the join is named like a layer: `concat1`, its branches `concat1.branch1...`
-    path.append(name_of(Join)).append(s.count[static_cast<std::size_t>(Join)]);
-    b.push_join(Join, outputs, path);
+    b.push_join(op_of<Join>, outputs, path);
   }
   template <class Branch, class B>
   static constexpr void apply_branch(B& b, const name_scope& inner, int k) {
@@ -266,6 +285,67 @@ constexpr void check_unique_paths(builder<N>& b) {
           return;
         }
   }
+}
+
+// ---- the ops of a graph's type -------------------------------------------------------------
+
+/// Calls `f.template operator()<Op>()` for the op struct of every node `T` lowers to (an op
+/// may come more than once): how an engine finds its graph's kernels.
+template <class T>
+struct op_walk {
+  template <class F>
+  static void apply(F& f) {
+    f.template operator()<typename T::op_type>();
+  }
+};
+template <class... Bs>
+struct op_walk<nn::seq_t<Bs...>> {
+  template <class F>
+  static void apply(F& f) {
+    (void)std::initializer_list<int>{0, (op_walk<Bs>::apply(f), 0)...};
+  }
+};
+template <>
+struct op_walk<nn::identity_t> {
+  template <class F>
+  static void apply(F&) {}
+};
+template <class Join, class... Branches>
+struct op_walk<nn::join_t<Join, Branches...>> {
+  template <class F>
+  static void apply(F& f) {
+    f.template operator()<Join>();
+    (void)std::initializer_list<int>{0, (op_walk<Branches>::apply(f), 0)...};
+  }
+};
+template <class Body, class Shortcut>
+struct op_walk<nn::residual_t<Body, Shortcut>> {
+  template <class F>
+  static void apply(F& f) {
+    op_walk<Body>::apply(f);
+    op_walk<Shortcut>::apply(f);
+    f.template operator()<ops::add>();
+  }
+};
+template <int Count, class Body>
+struct op_walk<nn::repeat_t<Count, Body>> : op_walk<Body> {};
+template <fixed_string Name, class Body>
+struct op_walk<nn::scope_t<Name, Body>> : op_walk<Body> {};
+template <int Ipu, class Body>
+struct op_walk<on_t<Ipu, Body>> : op_walk<Body> {};
+template <class In, class... Bs>
+struct op_walk<graph<In, Bs...>> {
+  template <class F>
+  static void apply(F& f) {
+    f.template operator()<ops::input>();
+    op_walk<nn::seq_t<Bs...>>::apply(f);
+  }
+};
+
+/// Calls `f.template operator()<Op>()` for each op of graph `G`'s nodes (see `op_walk`).
+template <class G, class F>
+void for_each_op(F&& f) {
+  op_walk<G>::apply(f);
 }
 
 template <class G> struct lowering;

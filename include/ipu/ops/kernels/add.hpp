@@ -81,7 +81,7 @@ struct elementwise_join::kernel : kernel_base {
   /// The sum or the product of `inputs` arrays of `count` elements.
   template <class T>
   static void apply(op kind, const T* const* inputs, int inputs_count, T* y, std::int64_t count) {
-    if (kind == op::add) {
+    if (kind == op_of<add>) {
       kernels::sum(inputs, inputs_count, y, count);
     } else {
       kernels::product(inputs, inputs_count, y, count);

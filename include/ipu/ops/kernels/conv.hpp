@@ -48,7 +48,7 @@ struct matmul_kernel : kernel_base {
 
   /// The `packed_conv` shape of a conv node, or of a dense layer as a 1x1 conv over N positions.
   static kernels::conv_shape conv_shape_of(const node& n) noexcept {
-    if (n.kind == op::dense) return {n.in.dim[0], 1, 1, n.in.channels(), n.out.channels(), 1, 1, 1};
+    if (n.kind == op_of<dense>) return {n.in.dim[0], 1, 1, n.in.channels(), n.out.channels(), 1, 1, 1};
     return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.channels(), n.out.channels(), n.layer.kernel, n.layer.stride,
             n.layer.groups};
   }
@@ -58,7 +58,7 @@ struct matmul_kernel : kernel_base {
   static std::any prepare(const node& n, const node_plan& p, device_values tensors) {
     const std::vector<float>& kernel = tensors[kernel_tensor];
     std::vector<float> bias;
-    if (n.kind == op::dense) bias = rounded<T>(tensors[bias_tensor]);
+    if (n.kind == op_of<dense>) bias = rounded<T>(tensors[bias_tensor]);
     if constexpr (std::same_as<Acc, float>) {
       return packed<T>{kernels::packed_conv<T>(conv_shape_of(n), rounded<T>(kernel)), std::move(bias)};
     } else {
@@ -85,10 +85,7 @@ struct matmul_kernel : kernel_base {
       kernels::epilogue<T> e;
       if (!q.bias.empty()) e.bias = q.bias.data();
       const int end = c.p.fused_end;
-      for (int k = c.index + 1, previous = c.index; k <= end; previous = k++)
-        visit(c.node_at(k).kind, [&]<class Op>(Op) {
-          if constexpr (Op::epilogue_order > 0) Op::kernel::fuse(e, c, k, previous);
-        });
+      for (int k = c.index + 1, previous = c.index; k <= end; previous = k++) c.fuse(e, k, previous);
       T* y = c.host(end);
       c.parallel(q.conv.work_items(), [&](std::int64_t item) { q.conv.run(x, y, e, item); });
     } else {
@@ -98,7 +95,7 @@ struct matmul_kernel : kernel_base {
       const kernels::window_geometry g = geometry_of(n);
       const std::int64_t bc = s.block_channels, cin = s.in_channels, channels = n.in.channels();
       const std::int64_t rows = s.kernel * s.kernel * cin, positions = n.out.elements() / n.out.channels();
-      const bool grouped = n.kind == op::conv && n.layer.groups > 1;
+      const bool grouped = n.kind == op_of<conv> && n.layer.groups > 1;
       constexpr std::int64_t chunk = 64;  // positions per kernel call: the partials stay in cache
       const std::int64_t per_block = detail::div_up(positions, chunk);
       T* y = c.output();
@@ -134,7 +131,7 @@ struct matmul_kernel : kernel_base {
     const auto [a, e] = slice_of(p, c.tile, c.slice);
     const kernels::window_geometry g = geometry_of(n);
     const auto& in = c.input(n.input());
-    const bool grouped = n.kind == op::conv && n.layer.groups > 1;
+    const bool grouped = n.kind == op_of<conv> && n.layer.groups > 1;
     std::int64_t at = (b_last - b_first + 1) * per_block;
     block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t) {
       const auto [r0, r1] = g.input_rows(p0, p1);

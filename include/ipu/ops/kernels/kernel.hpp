@@ -23,7 +23,9 @@
 #include <ipu/kernels/pointwise.hpp>
 #include <ipu/kernels/pool.hpp>
 #include <ipu/kernels/views.hpp>
-#include <ipu/ops/registry.hpp>
+#include <ipu/ops/dense.hpp>
+#include <ipu/ops/global_avg_pool.hpp>
+#include <ipu/ops/op.hpp>
 #include <ipu/plan/node_plan.hpp>
 #include <ipu/target/layout.hpp>
 
@@ -35,21 +37,6 @@
 #include <vector>
 
 namespace ipu::ops {
-
-/// A node's device tensors in f32, in the order of its op's `device_tensors`.
-using device_values = std::span<const std::vector<float>>;
-
-/// The defaults of a kernel: no prepared tensors, nothing to exchange.
-struct kernel_base {
-  /// No prepared tensors.
-  template <ElementType T, class Acc>
-  static std::any prepare(const node&, const node_plan&, device_values) {
-    return {};
-  }
-  /// Nothing to gather: the tile computes from its own activations.
-  template <class Ctx>
-  static void exchange(const Ctx&) {}
-};
 
 /// `x` rounded to `T` and widened back to f32.
 template <ElementType T>
@@ -68,8 +55,8 @@ std::vector<float> rounded(std::span<const float> values) {
 /// The sliding-window geometry of a conv or pooling node (a global pooling is a 1x1 window
 /// over every pixel); empty for a dense layer.
 inline kernels::window_geometry geometry_of(const node& n) noexcept {
-  if (n.kind == op::dense) return {};
-  const std::int64_t k = n.kind == op::global_avg_pool ? 1 : n.layer.kernel;
+  if (n.kind == op_of<dense>) return {};
+  const std::int64_t k = n.kind == op_of<global_avg_pool> ? 1 : n.layer.kernel;
   return kernels::window_geometry::same(n.in.dim[1], n.in.dim[2], n.out.dim[1], n.out.dim[2], k, n.layer.stride);
 }
 

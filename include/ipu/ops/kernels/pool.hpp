@@ -51,7 +51,7 @@ struct pool_base::kernel : kernel_base {
 
  private:
   static kernels::pool_kind kind_of(const node& n) noexcept {
-    return n.kind == op::max_pool ? kernels::pool_kind::max : kernels::pool_kind::average;
+    return n.kind == op_of<max_pool> ? kernels::pool_kind::max : kernels::pool_kind::average;
   }
   /// The geometry and the input rows `[first, last)` the tile's output elements read.
   template <class Ctx>

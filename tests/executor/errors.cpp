@@ -224,6 +224,24 @@ TEST_CASE("infer on raw buffers of the wrong size throws invalid_argument with b
                     Contains("145 elements") && Contains("144"));
 }
 
+TEST_CASE("measured memory outside the target's IPUs and tiles or the graph's steps throws out_of_range") {
+  const auto w = ipu::weights<net_f32>::random(4);
+  for (const auto mode : {ipu::execution_mode::faithful, ipu::execution_mode::fast}) {
+    INFO(ipu::name_of(mode));
+    ipu::engine<net_f32, target> e{w, {mode, 1}};
+    const int tiles = target::chip.tiles, steps = static_cast<int>(ipu::node_count_v<net_f32>);
+    CHECK_NOTHROW(e.measured_usage(0, tiles - 1, steps - 1));
+    CHECK_NOTHROW(e.measured_extent(0, tiles - 1));
+    CHECK_THROWS_AS(e.measured_usage(1, 0, 0), std::out_of_range);
+    CHECK_THROWS_AS(e.measured_usage(-1, 0, 0), std::out_of_range);
+    CHECK_THROWS_WITH(e.measured_usage(0, tiles, 0), Contains("tile 4 is out of range") && Contains("0 to 3"));
+    CHECK_THROWS_WITH(e.measured_usage(0, 0, steps), Contains("step " + std::to_string(steps)));
+    CHECK_THROWS_AS(e.measured_usage(0, 0, -1), std::out_of_range);
+    CHECK_THROWS_AS(e.measured_extent(0, -1), std::out_of_range);
+    CHECK_THROWS_AS(e.measured_extent(2, 0), std::out_of_range);
+  }
+}
+
 TEST_CASE("random weights are deterministic per seed and there is one entry per parameterised layer") {
   const auto a = ipu::weights<net_f32>::random(42), b = ipu::weights<net_f32>::random(42);
   const auto c = ipu::weights<net_f32>::random(43);

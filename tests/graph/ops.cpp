@@ -75,3 +75,21 @@ TEST_CASE("the summary describes each layer from its op") {
   CHECK(s.find("max_pool 2x2/2") != std::string::npos);
   CHECK(s.find("dense 5") != std::string::npos);
 }
+
+namespace {
+/// Whether code outside `ipu` could change the size of a layer's tensor.
+template <class L>
+concept resizable = requires(L& l) { l.tensors()[0].values.resize(1); } ||
+                    requires(L& l) { l.tensor("kernel").values.resize(1); } ||
+                    requires(L& l) { l.tensors()[0].shape.push_back(1); };
+}  // namespace
+
+TEST_CASE("a layer's tensors keep their names, shapes and sizes: only their values change") {
+  static_assert(!resizable<ipu::layer_weights>);
+  ipu::weights<net_t> w;
+  ipu::layer_weights& conv = w["conv1"];
+  conv["kernel"][0] = 0.5f;  // values change in place
+  CHECK(conv.tensor("kernel").values[0] == 0.5f);
+  CHECK_THROWS_AS(conv.assign("kernel", std::vector<float>(7)), ipu::weight_error);
+  CHECK(conv["kernel"].size() == 144);
+}

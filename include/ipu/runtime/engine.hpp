@@ -33,6 +33,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <ostream>
 #include <stdexcept>
 #include <span>
@@ -84,6 +86,10 @@ struct engine_config {
 /// Runs graph `G` as its plan on `Tgt` with `Opts` lays it out (see the file comment): one
 /// batch with `infer`, or many from an infeed into an outfeed with `run`. Requires the plan
 /// to fit: a graph that does not fit is a compile error.
+///
+/// Several threads may call `infer` and `run` on one engine: its batches run one at a time,
+/// each on all of the engine's host threads. Reading `profile()` or the measured memory while
+/// another thread runs a batch is a data race.
 template <Graph G, Target Tgt, options Opts = options{}>
 class engine {
   static_assert(require_fit<G, Tgt, Opts>, "ipu::engine: the graph does not fit the target");
@@ -192,8 +198,10 @@ class engine {
 
   /// Faithful mode: the bytes `tile` of `ipu` held by category while `step` (a node index of
   /// that IPU) ran, measured in the last batch; compare with `plan().usage(ipu, tile, step)`.
+  /// Throws `std::out_of_range` for an IPU, tile or step the target or graph does not have.
   memory_bytes measured_usage(int ipu, int tile, int step) const { return executor_.measured_usage(ipu, tile, step); }
   /// Faithful mode: one past the highest byte of `tile`'s image that any buffer reached.
+  /// Throws `std::out_of_range` for an IPU or tile the target does not have.
   std::int64_t measured_extent(int ipu, int tile) const { return executor_.measured_extent(ipu, tile); }
 
  private:
@@ -207,6 +215,7 @@ class engine {
     if (x == nullptr || y == nullptr)  // a moved-from tensor has no storage
       throw std::invalid_argument(std::string("ipu::engine: the ") + (x == nullptr ? "input" : "output") +
                                   " tensor has no storage (was it moved from?)");
+    const std::lock_guard one_batch_at_a_time(*batch_);
     executor_.run(x, y, seconds_);
     profile_.record_batch(seconds_);
   }
@@ -246,6 +255,7 @@ class engine {
   runtime::executor<element_type, partial_type> executor_;
   ipu::profile profile_;
   std::vector<double> seconds_;
+  std::unique_ptr<std::mutex> batch_ = std::make_unique<std::mutex>();  // held while a batch runs; by pointer, so the engine moves
 };
 
 }  // namespace ipu

@@ -23,6 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -73,17 +75,30 @@ class executor {
 
   /// Faithful mode: the bytes tile `tile` of IPU `ipu` held, by category, while step `step`
   /// ran there (measured from the allocations of the last run). Zero for other modes and for
-  /// steps of other IPUs.
+  /// steps of other IPUs. Throws `std::out_of_range` for an IPU, tile or step the program
+  /// does not have.
   memory_bytes measured_usage(int ipu, int tile, int step) const {
+    check_index("IPU", ipu, prog_->ipus);
+    check_index("tile", tile, prog_->chip.tiles);
+    check_index("step", step, prog_->size());
     return faithful_ ? faithful_->measured_usage(ipu, tile, step) : memory_bytes{};
   }
   /// Faithful mode: one past the highest byte any allocation of `tile` on `ipu` has reached
-  /// since construction (each batch allocates the same way). Zero for other modes.
+  /// since construction (each batch allocates the same way). Zero for other modes. Throws
+  /// `std::out_of_range` for an IPU or tile the program does not have.
   std::int64_t measured_extent(int ipu, int tile) const {
+    check_index("IPU", ipu, prog_->ipus);
+    check_index("tile", tile, prog_->chip.tiles);
     return faithful_ ? faithful_->measured_extent(ipu, tile) : 0;
   }
 
  private:
+  static void check_index(const char* what, int index, int count) {
+    if (index < 0 || index >= count)
+      throw std::out_of_range("ipu::engine: " + std::string(what) + " " + std::to_string(index) + " is out of range; the program has " +
+                              std::to_string(count) + " (0 to " + std::to_string(count - 1) + ")");
+  }
+
   template <class Mode>
   void run_steps(Mode& m, const T* input, T* output, std::vector<double>& step_seconds) {
     m.begin(input);

@@ -59,7 +59,11 @@ struct weight_tensor {
   }
 };
 
-/// The tensors of one parameterised layer.
+template <Graph G>
+class weights;
+
+/// The tensors of one parameterised layer. Their names, shapes and sizes are fixed by the
+/// layer's op; only their values change (`operator[]`, `assign`).
 class layer_weights {
  public:
   /// The tensors of node `n` (node `node_index` of its table), as its op states them
@@ -81,23 +85,20 @@ class layer_weights {
   /// Index of the layer's node in the graph's node table.
   int node_index() const noexcept { return node_; }
   /// The layer's tensors, in the order of the file comment's table.
-  std::span<weight_tensor> tensors() noexcept { return tensors_; }
-  /// The layer's tensors, in the order of the file comment's table.
   std::span<const weight_tensor> tensors() const noexcept { return tensors_; }
 
   /// The tensor called `name`; throws `weight_error` naming the layer's tensors otherwise.
-  weight_tensor& tensor(std::string_view name) { return tensors_[index_of(name)]; }
-  /// The tensor called `name`; throws `weight_error` naming the layer's tensors otherwise.
   const weight_tensor& tensor(std::string_view name) const { return tensors_[index_of(name)]; }
-  /// The values of the tensor called `name`, writable in place; throws `weight_error` as `tensor`.
-  std::span<float> operator[](std::string_view name) { return tensor(name).values; }
+  /// The values of the tensor called `name`, writable in place (their number is fixed);
+  /// throws `weight_error` as `tensor`.
+  std::span<float> operator[](std::string_view name) { return tensors_[index_of(name)].values; }
   /// The values of the tensor called `name`; throws `weight_error` as `tensor`.
   std::span<const float> operator[](std::string_view name) const { return tensor(name).values; }
 
   /// Replaces the values of tensor `name`; throws `weight_error` unless `values` has exactly
   /// as many elements as its shape.
   void assign(std::string_view name, std::span<const float> values) {
-    weight_tensor& t = tensor(name);
+    weight_tensor& t = tensors_[index_of(name)];
     if (static_cast<std::int64_t>(values.size()) != t.elements())
       throw weight_error("ipu::weights: " + std::string(path_) + "." + std::string(name) + " has shape " +
                          t.shape_string() + " (" + std::to_string(t.elements()) + " values), " +
@@ -116,6 +117,9 @@ class layer_weights {
   }
 
  private:
+  template <Graph G>
+  friend class weights;
+
   std::size_t index_of(std::string_view name) const {
     for (std::size_t k = 0; k < tensors_.size(); ++k)
       if (tensors_[k].name == name) return k;
@@ -215,7 +219,7 @@ class weights {
     weights w;
     for (layer_weights& layer : w.layers_) {
       detail::portable_random rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(layer.node_index()));
-      for (weight_tensor& t : layer.tensors()) fill_random(t, rng);
+      for (weight_tensor& t : layer.tensors_) fill_random(t, rng);
     }
     return w;
   }
@@ -232,7 +236,7 @@ class weights {
                          std::to_string(expected) + " weight tensors in " + std::to_string(layer_count) + " layers");
     std::size_t k = 0;
     for (layer_weights& layer : w.layers_)
-      for (weight_tensor& t : layer.tensors()) layer.assign(t.name, arrays[k++]);
+      for (const weight_tensor& t : layer.tensors()) layer.assign(t.name, arrays[k++]);
     return w;
   }
 

@@ -16,6 +16,7 @@
 #include <ipu/ops/input.hpp>
 #include <ipu/ops/pool.hpp>
 #include <ipu/ops/relu.hpp>
+#include <ipu/ops/sigmoid.hpp>
 #include <ipu/ops/softmax.hpp>
 
 #include <concepts>

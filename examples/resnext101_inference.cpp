@@ -77,7 +77,7 @@ constexpr std::string_view usage =
     "  --iterations N         timed engine.run calls after the warm-up (default 3; seed: 5)\n"
     "  --mode fast|faithful   fast: host tensors; faithful: every tile's 624 KiB memory image,\n"
     "                         exchange copied between tiles (several times slower) (default fast)\n"
-    "  --threads N            host threads (default: one per hardware thread)\n"
+    "  --threads N            host threads (default 0: one per hardware thread)\n"
     "  --report DIR           write DIR/profile.json (the cycle model and host times per layer)\n"
     "                         and DIR/memory.txt (the memory plan), as autoReport.all does\n"
     "  --help                 this text\n"
@@ -89,12 +89,17 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::int64_t positive(std::string_view flag, std::string_view text) {
+/// The integer `text`, at least `least` (1: "a positive integer", 0: "an integer >= 0").
+std::int64_t at_least(std::int64_t least, std::string_view flag, std::string_view text) {
   std::int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size() || v < 1)
-    throw usage_error(std::string(flag) + " takes a positive integer, not '" + std::string(text) + "'");
+  if (ec != std::errc{} || end != text.data() + text.size() || v < least)
+    throw usage_error(std::string(flag) + " takes " + (least == 1 ? "a positive integer" : "an integer of 0 or more") +
+                      ", not '" + std::string(text) + "'");
   return v;
+}
+
+std::int64_t positive(std::string_view flag, std::string_view text) { return at_least(1, flag, text);
 }
 
 /// Parses `--flag value` and `--flag=value`; returns nothing when `--help` was asked for.
@@ -119,7 +124,7 @@ std::optional<settings> parse(int argc, char** argv) {
     } else if (arg == "--iterations") {
       s.iterations = positive(arg, next());
     } else if (arg == "--threads") {
-      s.threads = static_cast<unsigned>(std::min<std::int64_t>(positive(arg, next()), 4096));
+      s.threads = static_cast<unsigned>(std::min<std::int64_t>(at_least(0, arg, next()), 4096));
     } else if (arg == "--mode") {
       const std::string_view m = next();
       if (m == "fast") {
@@ -234,10 +239,11 @@ int run(const settings& s) {
               << std::setprecision(2) << latency.back() << " ms per batch\n";
   }
 
-  std::cout << "\nAverage statistics over " << s.iterations << " iterations, excluding the 1st iteration.\n-----\n";
   if (s.iterations < 2) {
-    std::cout << "(one timed iteration only: no statistics without the first; use --iterations 2 or more)\n";
+    std::cout << "\nNo average statistics: they exclude the 1st timed iteration, and there is only one "
+                 "(use --iterations 2 or more).\n";
   } else {
+    std::cout << "\nAverage statistics over " << s.iterations << " iterations, excluding the 1st iteration.\n-----\n";
     fps.erase(fps.begin());
     latency.erase(latency.begin());
     print_stats("Throughput", "images/s (host)", summarise(fps));

@@ -1,4 +1,4 @@
-// The model zoo against published counts (../shared/reference/ipu-targets.md, torchvision) and
+// The model zoo against published counts (torchvision's model documentation, the ResNeXt paper) and
 // against a closed-form reference written here, independent of the graph layer.
 #include <ipu/ipu.hpp>
 

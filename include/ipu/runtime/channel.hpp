@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// `ipu::channel<T, Capacity>`: a bounded single-producer/single-consumer queue of `T`, the
-/// storage of an infeed (`runtime/feeds.hpp`).
+/// storage of an infeed (`ipu/runtime/feeds.hpp`).
 ///
 /// ```cpp
 /// ipu::channel<ipu::tensor<float, 2, 2>, 8> c;

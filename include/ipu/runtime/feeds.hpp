@@ -41,13 +41,15 @@
 
 namespace ipu {
 
-/// The largest host-device stream buffer, in bytes. `reference/ipu-targets.md`: "Each
-/// host<->device stream buffer is capped at 128 MB". Graphcore counts in binary multiples
-/// (its "624KB" of Mk2 tile memory are 638,976 bytes), so 128 x 2^20.
+/// The largest host-device stream buffer, in bytes: Graphcore caps each host<->device stream
+/// buffer at 128 MB (a larger stream fails to allocate when the device is prepared, as in
+/// github.com/graphcore/poptorch/issues/9, "Single stream of length 149766584"). Graphcore
+/// counts in binary multiples (its "624KB" of Mk2 tile memory are 638,976 bytes), so 128 x 2^20.
 inline constexpr std::int64_t stream_buffer_bytes = std::int64_t{128} << 20;
 
-/// The largest infeed prefetch depth, as TensorFlow's `IPUInfeedQueue(prefetch_depth)`
-/// (`reference/ipu-targets.md`: range 1-255).
+/// The largest infeed prefetch depth, as TensorFlow's `IPUInfeedQueue(prefetch_depth)`:
+/// "prefetch_depth must be less than 256" (github.com/graphcore/tensorflow,
+/// `tensorflow/python/ipu/ipu_infeed_queue.py`).
 inline constexpr int max_prefetch_depth = 255;
 
 namespace diag {

@@ -3,9 +3,9 @@
 /// IPU chips and systems: `ipu::mk1`, `ipu::mk2`, `ipu::bow`, `ipu::system<Chip, N>`, and the
 /// `ipu::Target` concept a user-defined target satisfies.
 ///
-/// Every constant cites its source; "derived" means computed from cited figures. The sources
-/// are collected in the project's hardware notes (Graphcore's published specifications and
-/// Poplar's own error text).
+/// Every constant cites its source beside it: Graphcore's published chip and system
+/// specifications (GC2, GC200, IPU-M2000, Bow-2000), the IPU Programmer's Guide, and Poplar's
+/// own error text; "derived" means computed from those figures, with the computation shown.
 
 #include <concepts>
 #include <cstdint>

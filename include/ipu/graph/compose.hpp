@@ -2,8 +2,8 @@
 /// \file
 /// Composition: `|` sequences blocks, `nn::residual` adds a shortcut, `nn::add`, `nn::concat`
 /// and `nn::multiply` join parallel branches, `nn::repeat<N>` repeats a block,
-/// `nn::scope<"name">` names one, `ipu::on<I>` places one on an IPU, and `ipu::input<...>`
-/// starts a graph.
+/// `nn::scope<"name">` names one, `ipu::on<I>` places one on an IPU, `ipu::on_host` runs one
+/// on the host, and `ipu::input<...>` starts a graph.
 ///
 /// Types stay shallow: `a | b | c` is one flat `seq_t<A, B, C>`, a block's type never embeds
 /// what comes before it, and `repeat<23>(block)` is one type however large 23 is.
@@ -11,6 +11,7 @@
 #include <ipu/core/dtype.hpp>
 #include <ipu/core/fixed_string.hpp>
 #include <ipu/graph/layers.hpp>
+#include <ipu/graph/node.hpp>
 
 #include <string_view>
 #include <type_traits>
@@ -39,7 +40,7 @@ template <fixed_string Name, class Body>
 struct scope_t {};
 }  // namespace nn
 
-/// `Body` placed on IPU `Ipu`.
+/// `Body` placed on IPU `Ipu`, or run on the host when `Ipu` is `host_device`.
 template <int Ipu, class Body>
 struct on_t {};
 
@@ -179,6 +180,17 @@ constexpr scope_t<Name, detail::as_seq_t<Body>> scope(Body) noexcept {
 template <int Ipu, Block Body>
   requires(Ipu >= 0)
 constexpr on_t<Ipu, detail::as_seq_t<Body>> on(Body) noexcept {
+  return {};
+}
+
+/// `on_host(block)`: runs `block` on the host, between the IPU steps before and after it: the
+/// counterpart of TensorFlow's `outside_compilation` scope for an operation the IPU should not
+/// run. Its layers take no tile memory and no IPU cycles. What it reads from IPUs is copied to
+/// the host when it runs, and its output is copied to every IPU that reads it; the plan holds
+/// those copies on the IPUs, and the cycle model charges the transfers at the chip's host-link
+/// bandwidth (`chip_spec::host_bytes_per_s`). An `on<I>` inside it places its block on IPU `I`.
+template <Block Body>
+constexpr on_t<host_device, detail::as_seq_t<Body>> on_host(Body) noexcept {
   return {};
 }
 

@@ -37,6 +37,9 @@ struct layer_params {
   int groups = 1;  ///< conv groups (cardinality)
 };
 
+/// The `node::ipu` of a node that runs on the host between IPU steps (`ipu::on_host`).
+inline constexpr int host_device = -1;
+
 /// Most inputs one node reads: the branches a join combines.
 inline constexpr int max_inputs = 4;
 
@@ -57,8 +60,10 @@ struct node {
   dtype type{};            ///< storage element type of the output
   std::int64_t params = 0; ///< trainable parameters (torchvision's count)
   std::int64_t macs = 0;   ///< multiply-accumulates for one pass of the whole batch
-  int ipu = 0;             ///< IPU the node is placed on
+  int ipu = 0;             ///< IPU the node is placed on, or `host_device`
 
+  /// Whether it runs on the host (`ipu::on_host`).
+  constexpr bool on_host() const noexcept { return ipu == host_device; }
   /// The node producing the main (first) input; -1 for the graph input.
   constexpr int input() const noexcept { return inputs[0]; }
   /// The nodes it reads: `inputs[0, input_count)`.

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The cycle model: the estimated cycles of each step, split into compute, exchange, sync and
-/// IPU-Link, in one place. The plan computes them once (`node_plan::cycles`); the profile, the
+/// The cycle model: the estimated cycles of each step, split into compute, exchange, sync,
+/// IPU-Link and host link, in one place. The plan computes them once (`node_plan::cycles`); the profile, the
 /// memory report and `auto_shard` read those numbers.
 
 #include <ipu/core/arith.hpp>
@@ -58,6 +58,17 @@ constexpr step_cycles cycles_of(const node& n, const node_plan& p, const chip_sp
   c.sync = 2 * phases * opts.cycles.sync_cycles;
   if (p.sends && chip.link_bytes_per_s > 0)
     c.link = mul_div_up(n.out.elements() * size_of(n.type), chip.clock_hz, chip.link_bytes_per_s);
+  return c;
+}
+
+/// The cycles of a host step (`ipu::on_host`) that moves `bytes` over the host link: its
+/// inputs held on IPUs to the host, then its output to each IPU that reads it, at
+/// `chip_spec::host_bytes_per_s`; the IPUs wait, with a sync before and after. The host's own
+/// arithmetic is not IPU time: the profile measures it.
+constexpr step_cycles host_step_cycles(std::int64_t bytes, const chip_spec& chip, const options& opts) noexcept {
+  step_cycles c;
+  c.sync = 2 * opts.cycles.sync_cycles;
+  if (chip.host_bytes_per_s > 0) c.host = mul_div_up(bytes, chip.clock_hz, chip.host_bytes_per_s);
   return c;
 }
 

@@ -41,16 +41,17 @@ struct activation_liveness {
 
 /// Liveness of the activations that live on IPU `ipu`, as the plan holds them. An output lives
 /// on the IPU of the node producing it, from its step to its last reader on that IPU; an output
-/// read by a node on another IPU is sent when it is produced, and its copy there lives from
-/// that step to its last reader there.
+/// read by a node on another IPU (or made on the host) is sent when it is produced, and its
+/// copy there lives from that step to its last reader there; a host step reading an output
+/// keeps it alive until the host step.
 template <std::size_t N>
 constexpr activation_liveness<N> activation_liveness_on(const std::array<node, N>& table, int ipu) noexcept {
   // last step at which output j (or its copy) is held on `ipu` (-1: never); it is held from step j
   std::array<int, N> to{};
   for (std::size_t j = 0; j < N; ++j) to[j] = table[j].ipu == ipu ? static_cast<int>(j) : -1;
   for (std::size_t i = 0; i < N; ++i)
-    if (table[i].ipu == ipu)
-      for (int src : table[i].sources())
+    for (int src : table[i].sources())
+      if (table[i].ipu == ipu || (table[i].on_host() && table[static_cast<std::size_t>(src)].ipu == ipu))
         to[static_cast<std::size_t>(src)] = std::max(to[static_cast<std::size_t>(src)], static_cast<int>(i));
   std::array<std::int64_t, N> born{}, dies{};  // bytes added at a step, removed after it
   for (std::size_t j = 0; j < N; ++j) {

@@ -16,8 +16,9 @@ struct step_cycles {
   std::int64_t exchange = 0;  ///< receiving the fullest tile's exchange buffers
   std::int64_t sync = 0;      ///< the IPU-wide syncs ending each compute and exchange phase
   std::int64_t link = 0;      ///< sending the output over the IPU-Link to the IPUs that read it
-  /// All four.
-  constexpr std::int64_t total() const noexcept { return compute + exchange + sync + link; }
+  std::int64_t host = 0;      ///< a host step's transfers over the host link (`ipu::on_host`)
+  /// All five.
+  constexpr std::int64_t total() const noexcept { return compute + exchange + sync + link + host; }
   /// Equal terms.
   constexpr bool operator==(const step_cycles&) const = default;
 };
@@ -41,7 +42,7 @@ struct node_plan {
   std::array<tensor_mapping, 2> weights{};  ///< weight tensors on the node's IPU
   std::array<std::int64_t, 2> weight_bytes{};  ///< bytes per element of each weight tensor
   int weight_tensors = 0;             ///< entries of `weights` in use: 0, 1 (conv) or 2 (dense, batch norm)
-  bool sends = false;                 ///< read on another IPU: a send buffer during its step
+  bool sends = false;                 ///< read on another IPU: a send buffer during its step (never for a host step)
   std::int64_t transient_bound = 0;   ///< available_memory_proportion x bytes per tile (conv, dense)
   transient_bytes transient_max{};    ///< transients of the fullest tile
   bool over_bound = false;            ///< no split met the bound: the memory-minimising one is used
@@ -56,12 +57,12 @@ enum class step_phase : std::uint8_t {
   forward,  ///< computes the node's output from its inputs
 };
 
-/// One step of a plan: a phase of a node, on the node's IPU. Executors run a plan's steps in
-/// order.
+/// One step of a plan: a phase of a node, on the node's IPU or on the host. Executors run a
+/// plan's steps in order.
 struct plan_step {
   int node = 0;                            ///< the node, an index of the node table
   step_phase phase = step_phase::forward;  ///< what the step does
-  int ipu = 0;                             ///< the IPU it runs on
+  int ipu = 0;                             ///< the IPU it runs on, or `host_device`
 };
 
 }  // namespace ipu

@@ -3,8 +3,9 @@
 /// The memory plan: `ipu::plan_v<G, Target, Options>`, a `constexpr` value computed from the
 /// node table, and `ipu::fits_v`.
 ///
-/// Each IPU runs its nodes as a sequence of steps (one per node, in table order). At step `s`,
-/// tile `t` of IPU `i` holds
+/// Each IPU runs its nodes as a sequence of steps (one per node, in table order); the nodes of
+/// an `ipu::on_host` block run on the host, and take no tile memory but the copies of their
+/// outputs on the IPUs that read them. At step `s`, tile `t` of IPU `i` holds
 ///
 ///   - **always live:** the weights of every node on `i` (each weight tensor mapped with the
 ///     linear rule from tile 0) and the code: the fixed-cost model of `options::fixed`, with
@@ -88,6 +89,18 @@ struct plan {
     return held[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)];
   }
 
+  /// Bytes host step `j` (`ipu::on_host`) moves over the host link: each input held on an IPU,
+  /// to the host, and its output to each IPU that reads it; 0 for a step on an IPU.
+  constexpr std::int64_t host_bytes(int j) const noexcept {
+    const node& n = at(j);
+    if (!n.on_host()) return 0;
+    std::int64_t bytes = 0;
+    for (int src : n.sources())
+      if (!at(src).on_host()) bytes += at(src).out.elements() * size_of(at(src).type);
+    for (int i = 0; i < Ipus; ++i)
+      if (held_to(i, j) >= j) bytes += n.out.elements() * size_of(n.type);
+    return bytes;
+  }
   /// Weight bytes of node `j` on `tile` of its IPU.
   constexpr std::int64_t weight_bytes_on(int j, int tile) const noexcept {
     const node_plan& p = plan_of(j);
@@ -546,22 +559,32 @@ consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_s
     }
   for (int j = 0; j < static_cast<int>(N); ++j) place_node(p, j);
   for (int i = 0; i < Ipus; ++i) p.codelets[static_cast<std::size_t>(i)] = distinct_ops(table, i);
+  // Who holds what until when. An IPU holds a node's output from its step to its last reader
+  // there (a host step reading it included); a copy from another IPU or from the host, from
+  // the producing step on. Only IPU-to-IPU copies need a send buffer: the host link reads and
+  // writes tile memory directly.
   for (auto& h : p.held) h.fill(-1);
   const std::array<int, N> last = last_use(table);
   for (int j = 0; j < static_cast<int>(N); ++j) {
     const node& n = table[static_cast<std::size_t>(j)];
-    p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)] = j;
-    if (j + 1 == static_cast<int>(N)) p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)] = last[static_cast<std::size_t>(j)];
+    if (!n.on_host()) {
+      p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)] = j;
+      if (j + 1 == static_cast<int>(N)) p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)] = last[static_cast<std::size_t>(j)];
+    }
     for (int src : n.sources()) {
-      int& h = p.held[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(src)];
+      const node& from = table[static_cast<std::size_t>(src)];
+      const int holder = n.on_host() ? from.ipu : n.ipu;
+      if (holder == host_device) continue;
+      int& h = p.held[static_cast<std::size_t>(holder)][static_cast<std::size_t>(src)];
       h = std::max(h, j);
-      if (table[static_cast<std::size_t>(src)].ipu != n.ipu) p.nodes[static_cast<std::size_t>(src)].sends = true;
+      if (!n.on_host() && !from.on_host() && from.ipu != n.ipu) p.nodes[static_cast<std::size_t>(src)].sends = true;
     }
   }
   for (int j = 0; j < static_cast<int>(N); ++j) {  // once whether each step sends is known
     node_plan& np = p.nodes[static_cast<std::size_t>(j)];
-    np.cycles = cycles_of(table[static_cast<std::size_t>(j)], np, chip, opts);
-    p.warnings += np.over_bound ? 1 : 0;
+    const node& n = table[static_cast<std::size_t>(j)];
+    np.cycles = n.on_host() ? host_step_cycles(p.host_bytes(j), chip, opts) : cycles_of(n, np, chip, opts);
+    p.warnings += np.over_bound && !n.on_host() ? 1 : 0;
   }
   for (int j = 0; j < static_cast<int>(N); ++j)
     p.steps[static_cast<std::size_t>(j)] = {j, step_phase::forward, table[static_cast<std::size_t>(j)].ipu};
@@ -588,8 +611,9 @@ struct plan_info {
         p.ipus = {ipu_plan<I>.memory...};
         p.activation_offset = {ipu_plan<I>.activation...};
         for (int j = 0; j < static_cast<int>(size); ++j)
-          p.nodes[static_cast<std::size_t>(j)].buffers =
-              std::array<step_buffers, Target::ipus>{ipu_plan<I>.steps[static_cast<std::size_t>(j)]...}[static_cast<std::size_t>(p.at(j).ipu)];
+          if (!p.at(j).on_host())
+            p.nodes[static_cast<std::size_t>(j)].buffers =
+                std::array<step_buffers, Target::ipus>{ipu_plan<I>.steps[static_cast<std::size_t>(j)]...}[static_cast<std::size_t>(p.at(j).ipu)];
         for (const ipu_memory& m : p.ipus) p.fits = p.fits && m.fits;
         return p;
       }(std::make_integer_sequence<int, Target::ipus>{});

@@ -79,7 +79,9 @@ class model_summary {
     for (const node& n : m.nodes_) {
       os << std::left << std::setw(static_cast<int>(path_width + 2)) << n.path.view() << std::setw(18)
          << detail::describe_op(n) << std::setw(20) << detail::to_string(n.out) << std::right << std::setw(14)
-         << detail::grouped(n.params) << std::setw(18) << detail::grouped(n.macs) << std::setw(5) << n.ipu << '\n';
+         << detail::grouped(n.params) << std::setw(18) << detail::grouped(n.macs) << std::setw(5);
+      if (n.on_host()) os << "host" << '\n';
+      else os << n.ipu << '\n';
     }
     const std::int64_t batch = in.out.dim[0];
     os << rule << '\n'

@@ -16,12 +16,17 @@
 /// phases' work on each tile, through a `tile_context`. Exchange is a copy between tile images; a vertex is
 /// handed only pointers into its own tile, checked. An output read on another IPU is then
 /// gathered into a send buffer and copied over the IPU-Link into the reading IPU's copy.
+///
+/// A step of an `ipu::on_host` block runs on the host with its op's fast kernel: what it
+/// reads is read back from the tiles, and its output is written to the copies the plan places
+/// on the IPUs that read it.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/core/dtype.hpp>
 #include <ipu/plan/memory.hpp>
 #include <ipu/plan/model.hpp>
 #include <ipu/runtime/execution.hpp>
+#include <ipu/runtime/fast_executor.hpp>
 #include <ipu/runtime/kernel_set.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
@@ -118,6 +123,8 @@ class faithful_executor {
   faithful_executor(const program& prog, const parameter_set& params, std::vector<op_kernel<T, Acc>> kernels,
                     team& threads)
       : prog_(prog), team_(threads), kernels_(std::move(kernels)), tiles_(prog.chip.tiles) {
+    if (std::any_of(prog.nodes.begin(), prog.nodes.end(), [](const node& n) { return n.on_host(); }))
+      host_ = std::make_unique<fast_executor<T, Acc>>(prog, params, kernels_, threads, true);
     std::vector<std::vector<std::vector<T>>> device(params.size());
     for (std::size_t j = 0; j < params.size(); ++j)
       for (const auto& t : params[j]) {
@@ -131,6 +138,7 @@ class faithful_executor {
   /// after a batch that failed part way).
   void begin(const T* input) {
     input_ = input;
+    if (host_) host_->begin(input);
     for (device& d : devices_) {
       d.live = d.always_live;
       std::fill(d.step.begin(), d.step.end(), tile_step{});
@@ -165,6 +173,10 @@ class faithful_executor {
         placed_[static_cast<std::size_t>(b)][static_cast<std::size_t>(j)] =
             placement{&m, storage_order::of(m, n.out), std::vector<std::int64_t>(static_cast<std::size_t>(tiles_), -1)};
       }
+    if (n.on_host()) {
+      host_step(j);
+      return;
+    }
     // Phase 1: release what step j - 1 left behind, allocate step j, exchange (slice 0).
     team_.run([&](unsigned k) {
       for (int i = 0; i < prog_.ipus; ++i)
@@ -207,13 +219,50 @@ class faithful_executor {
         }
       });
     }
-    if (j + 1 == prog_.size())
-      team_.run([&](unsigned k) {
-        for (int i = 0; i < prog_.ipus; ++i) for_owned_tiles(k, tiles_, [&](int t) { end_of_step(i, j, t); });
-      });
+    if (j + 1 == prog_.size()) end_of_program(j);
   }
 
  private:
+  /// Runs host step `j` (`ipu::on_host`): reads what it reads from the IPUs' tiles back to the
+  /// host, runs its op's host kernel, and writes its output to each IPU that reads it, where
+  /// the plan holds the copy.
+  void host_step(int j) {
+    const node& n = prog_.at(j);
+    team_.run([&](unsigned k) {
+      for (int i = 0; i < prog_.ipus; ++i) for_owned_tiles(k, tiles_, [&](int t) { end_of_step(i, j - 1, t); });
+    });
+    for (int src : n.sources()) {
+      const node& from = prog_.at(src);
+      if (from.on_host()) continue;
+      const placement& pl = placed_[static_cast<std::size_t>(from.ipu)][static_cast<std::size_t>(src)];
+      T* dst = host_->tensor(src);
+      const std::int64_t c = from.out.channels();
+      for (std::int64_t pos = 0; pos < from.out.elements() / c; ++pos) read_channels(from.ipu, pl, pos, 0, c, dst + pos * c);
+    }
+    host_->step(j);
+    const tensor_mapping& copy = prog_.plan_of(j).copy;  // element by element: logical order
+    const T* out = host_->tensor(j);
+    team_.run([&](unsigned k) {
+      for (int b = 0; b < prog_.ipus; ++b) {
+        if (!prog_.copies(b, j)) continue;
+        for_owned_tiles(k, copy.tiles(), [&](int t) {
+          place_activation(b, j, t);
+          const auto [e0, e1] = segment(copy, t);
+          std::memcpy(own(b, t, placed_[static_cast<std::size_t>(b)][static_cast<std::size_t>(j)].offset[static_cast<std::size_t>(t)], e1 - e0),
+                      out + e0, static_cast<std::size_t>(e1 - e0) * sizeof(T));
+        });
+      }
+    });
+    if (j + 1 == prog_.size()) end_of_program(j);
+  }
+
+  /// Releases what the last step `j` leaves behind on every IPU.
+  void end_of_program(int j) {
+    team_.run([&](unsigned k) {
+      for (int i = 0; i < prog_.ipus; ++i) for_owned_tiles(k, tiles_, [&](int t) { end_of_step(i, j, t); });
+    });
+  }
+
   friend class tile_context<T, Acc>;
 
   /// Where one tensor lives on one IPU: its mapping, storage order and offset per tile.
@@ -443,10 +492,15 @@ class faithful_executor {
     kernels_[static_cast<std::size_t>(j)].compute(c);
   }
 
-  /// Reads the graph's output back from its tiles, in logical order.
+  /// Reads the graph's output back from its tiles (or from the host, after a host step), in
+  /// logical order.
   void read_output(T* output) const {
     const int last = prog_.size() - 1;
     const node& n = prog_.at(last);
+    if (n.on_host()) {
+      std::copy_n(host_->tensor(last), n.out.elements(), output);
+      return;
+    }
     const placement& pl = placed_[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(last)];
     const std::int64_t c = n.out.channels();
     for (std::int64_t pos = 0; pos < n.out.elements() / c; ++pos) read_channels(n.ipu, pl, pos, 0, c, output + pos * c);
@@ -455,6 +509,7 @@ class faithful_executor {
   const program& prog_;
   team& team_;
   std::vector<op_kernel<T, Acc>> kernels_;  // per node
+  std::unique_ptr<fast_executor<T, Acc>> host_;  // the host steps', if the program has any
   int tiles_;
   const T* input_ = nullptr;
   std::vector<device> devices_;

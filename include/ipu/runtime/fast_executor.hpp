@@ -90,9 +90,12 @@ template <ElementType T, class Acc>
 class fast_executor {
  public:
   /// Lays out `params` (one entry per node) for `prog`, run on `threads` by `kernels` (one
-  /// per node); `prog` and `threads` must outlive the executor.
-  fast_executor(const program& prog, const parameter_set& params, std::vector<op_kernel<T, Acc>> kernels, team& threads)
-      : prog_(prog), team_(threads), kernels_(std::move(kernels)) {
+  /// per node); `prog` and `threads` must outlive the executor. With `host_steps_only`, only
+  /// for the steps of `ipu::on_host` blocks: the faithful mode runs those with it, and gives
+  /// it what they read (`tensor`).
+  fast_executor(const program& prog, const parameter_set& params, std::vector<op_kernel<T, Acc>> kernels, team& threads,
+                bool host_steps_only = false)
+      : prog_(prog), team_(threads), kernels_(std::move(kernels)), host_steps_only_(host_steps_only) {
     prepare_parameters(params);
     prepare_host_buffers();
   }
@@ -108,21 +111,28 @@ class fast_executor {
   }
 
   /// Copies the graph's output, in logical order, to `output`.
-  void end(T* output) const {
+  void end(T* output) {
     const int last = prog_.size() - 1;
-    const std::vector<T>& y = host_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(last)])];
-    std::copy_n(y.begin(), prog_.at(last).out.elements(), output);
+    std::copy_n(host_of(last).begin(), prog_.at(last).out.elements(), output);
   }
+
+  /// The host tensor of node `j`'s output, in logical order: one a step writes, or, with
+  /// `host_steps_only`, one an `on_host` step reads.
+  T* tensor(int j) { return host_of(j).data(); }
 
  private:
   friend class fast_context<T, Acc>;
+
+  /// Whether node `j`'s step runs here.
+  bool runs(int j) const noexcept { return !host_steps_only_ || prog_.at(j).on_host(); }
 
   /// What each node's kernel prepared (`prepare`), by node.
   void prepare_parameters(const parameter_set& params) {
     params_.resize(static_cast<std::size_t>(prog_.size()));
     for (int j = 0; j < prog_.size(); ++j)
-      params_[static_cast<std::size_t>(j)] = kernels_[static_cast<std::size_t>(j)].prepare(
-          prog_.at(j), prog_.plan_of(j), params[static_cast<std::size_t>(j)]);
+      if (runs(j))
+        params_[static_cast<std::size_t>(j)] = kernels_[static_cast<std::size_t>(j)].prepare(
+            prog_.at(j), prog_.plan_of(j), params[static_cast<std::size_t>(j)]);
   }
 
   /// The step that writes node `j`'s output, or -1 when no step does (fused away).
@@ -133,18 +143,24 @@ class fast_executor {
   }
 
   /// Host buffers: each output a step writes gets a slot, from that step until its last
-  /// reader has run, then the slot is reused.
+  /// reader has run (the graph's output: until the end), then the slot is reused. With
+  /// `host_steps_only`, only the outputs of `on_host` steps and what they read.
   void prepare_host_buffers() {
     const int n = prog_.size();
     slot_.assign(static_cast<std::size_t>(n), -1);
     std::vector<int> last(static_cast<std::size_t>(n));
+    std::vector<bool> needed(static_cast<std::size_t>(n), !host_steps_only_);
     for (int j = 0; j < n; ++j) {
-      last[static_cast<std::size_t>(j)] = j;
-      for (int i = 0; i < prog_.ipus; ++i) last[static_cast<std::size_t>(j)] = std::max(last[static_cast<std::size_t>(j)], prog_.held_to(i, j));
+      last[static_cast<std::size_t>(j)] = j + 1 == n ? n : j;
+      for (int src : prog_.at(j).sources()) {
+        last[static_cast<std::size_t>(src)] = std::max(last[static_cast<std::size_t>(src)], j);
+        if (runs(j)) needed[static_cast<std::size_t>(src)] = true;
+      }
+      if (runs(j)) needed[static_cast<std::size_t>(j)] = true;
     }
     std::vector<int> order;  // the written outputs, by the step that writes them
     for (int j = 0; j < n; ++j)
-      if (written_at(j) >= 0) order.push_back(j);
+      if (needed[static_cast<std::size_t>(j)] && written_at(j) >= 0) order.push_back(j);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return written_at(a) < written_at(b); });
     std::vector<int> busy_until;  // per slot
     std::vector<std::int64_t> sizes;
@@ -183,6 +199,7 @@ class fast_executor {
   const program& prog_;
   team& team_;
   std::vector<op_kernel<T, Acc>> kernels_;  // per node
+  bool host_steps_only_ = false;
   const T* input_ = nullptr;
   std::vector<std::any> params_;  // per node: what its kernel prepared
   std::vector<int> slot_;  // per node: the host buffer its output is written to

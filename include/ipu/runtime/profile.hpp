@@ -11,7 +11,10 @@
 ///   - exchange: the bytes the tile receives (the plan's exchange buffers) at its share of
 ///     the chip's exchange bandwidth, `exchange_bytes_per_s / tiles`;
 ///   - sync: `options::cycles.sync_cycles` per sync (an assumption; see `cycle_costs`);
-///   - IPU-Link: an output read on another IPU crosses at `link_bytes_per_s`.
+///   - IPU-Link: an output read on another IPU crosses at `link_bytes_per_s`;
+///   - host link: a step of an `ipu::on_host` block moves what it reads from the IPUs and its
+///     output to the IPUs that read it at `host_bytes_per_s`, between two syncs; its arithmetic
+///     is host time, which the profile measures.
 /// Cycles become seconds at `clock_hz`. One batch runs the IPUs' steps one after another, so
 /// the simulated time per batch is the sum over all steps; with successive batches pipelined
 /// across IPUs, throughput is set by the busiest IPU (`pipelined_images_per_second`).
@@ -41,33 +44,36 @@ struct step_profile {
   int node = 0;                     ///< index of the node in the node table, which is its step
   path_string path{};               ///< the node's layer path, e.g. `"stage1.block1.conv2"`
   op kind{};                        ///< the node's operation
-  int ipu = 0;                      ///< the IPU the step runs on
+  int ipu = 0;                      ///< the IPU the step runs on, or `host_device` for a host step
   std::int64_t compute_cycles = 0;  ///< arithmetic of the fullest tile, over all serial slices
   std::int64_t exchange_cycles = 0; ///< receiving the fullest tile's exchange buffers
   std::int64_t sync_cycles = 0;     ///< `options::cycles.sync_cycles` per sync, two per slice; 0 for the input
   std::int64_t link_cycles = 0;     ///< sending the output over the IPU-Link; 0 unless read on another IPU
+  std::int64_t host_cycles = 0;     ///< a host step's transfers over the host link; 0 for an IPU step
   double host_seconds = 0;  ///< measured host time per batch (mean over the batches run)
 
-  /// Simulated cycles of the step: compute, exchange, sync and link together.
-  std::int64_t cycles() const noexcept { return compute_cycles + exchange_cycles + sync_cycles + link_cycles; }
+  /// Simulated cycles of the step: compute, exchange, sync, link and host link together.
+  std::int64_t cycles() const noexcept { return compute_cycles + exchange_cycles + sync_cycles + link_cycles + host_cycles; }
 };
 
-/// Totals of one IPU: the sums of its steps' `step_profile` figures.
+/// Totals of one IPU (or of the host steps): the sums of its steps' `step_profile` figures.
 struct ipu_profile {
   /// Simulated compute cycles of the IPU's steps, summed.
-  std::int64_t compute_cycles = 0, exchange_cycles = 0, sync_cycles = 0, link_cycles = 0;
+  std::int64_t compute_cycles = 0, exchange_cycles = 0, sync_cycles = 0, link_cycles = 0, host_cycles = 0;
   /// Steps (nodes) placed on the IPU.
   int steps = 0;
   /// Sum of the steps' mean measured host seconds per batch.
   double host_seconds = 0;
-  /// Simulated cycles of one batch on the IPU: compute, exchange, sync and link together.
-  std::int64_t cycles() const noexcept { return compute_cycles + exchange_cycles + sync_cycles + link_cycles; }
+  /// Simulated cycles of one batch on the IPU: compute, exchange, sync, link and host link together.
+  std::int64_t cycles() const noexcept { return compute_cycles + exchange_cycles + sync_cycles + link_cycles + host_cycles; }
   /// \var exchange_cycles
   /// \brief Simulated exchange cycles of the IPU's steps, summed.
   /// \var sync_cycles
   /// \brief Simulated sync cycles of the IPU's steps, summed.
   /// \var link_cycles
   /// \brief Simulated IPU-Link cycles of the IPU's steps, summed.
+  /// \var host_cycles
+  /// \brief Simulated host-link cycles of the host steps, summed (0 for an IPU).
 };
 
 /// The simulated and measured profile of an engine.
@@ -92,12 +98,14 @@ class profile {
       s.exchange_cycles = p.cycles.exchange;
       s.sync_cycles = p.cycles.sync;
       s.link_cycles = p.cycles.link;
+      s.host_cycles = p.cycles.host;
       steps_.push_back(s);
-      ipu_profile& i = ipus_[static_cast<std::size_t>(n.ipu)];
+      ipu_profile& i = totals_of(s);
       i.compute_cycles += s.compute_cycles;
       i.exchange_cycles += s.exchange_cycles;
       i.sync_cycles += s.sync_cycles;
       i.link_cycles += s.link_cycles;
+      i.host_cycles += s.host_cycles;
       ++i.steps;
     }
   }
@@ -106,14 +114,16 @@ class profile {
   const std::vector<step_profile>& steps() const noexcept { return steps_; }
   /// One entry per IPU, indexed by IPU.
   const std::vector<ipu_profile>& ipus() const noexcept { return ipus_; }
+  /// The totals of the host steps (`ipu::on_host`); no steps when the graph has none.
+  const ipu_profile& host() const noexcept { return host_; }
   /// Images per batch.
   std::int64_t batch_size() const noexcept { return batch_; }
   /// The target's clock, in cycles per second, at which cycles become seconds.
   std::int64_t clock_hz() const noexcept { return clock_hz_; }
 
-  /// Simulated cycles of one batch: every step of every IPU, one after another.
+  /// Simulated cycles of one batch: every step of every IPU and of the host, one after another.
   std::int64_t cycles_per_batch() const noexcept {
-    std::int64_t c = 0;
+    std::int64_t c = host_.cycles();
     for (const ipu_profile& i : ipus_) c += i.cycles();
     return c;
   }
@@ -127,9 +137,10 @@ class profile {
     const double seconds = simulated_seconds_per_batch();
     return seconds > 0 ? static_cast<double>(batch_) / seconds : 0;
   }
-  /// Throughput with successive batches pipelined over the IPUs: the busiest IPU sets it.
+  /// Throughput with successive batches pipelined over the IPUs (and the host steps, as one
+  /// more stage): the busiest sets it.
   double pipelined_images_per_second() const noexcept {
-    std::int64_t busiest = 1;
+    std::int64_t busiest = std::max<std::int64_t>(1, host_.cycles());
     for (const ipu_profile& i : ipus_) busiest = std::max(busiest, i.cycles());
     return static_cast<double>(batch_) * static_cast<double>(clock_hz_) / static_cast<double>(busiest);
   }
@@ -151,18 +162,20 @@ class profile {
     ++batches_;
     double total = 0;
     for (ipu_profile& i : ipus_) i.host_seconds = 0;
+    host_.host_seconds = 0;
     for (std::size_t j = 0; j < seconds.size(); ++j) {
       step_profile& s = steps_[j];
       s.host_seconds += (seconds[j] - s.host_seconds) / static_cast<double>(batches_);
-      ipus_[static_cast<std::size_t>(s.ipu)].host_seconds += s.host_seconds;
+      totals_of(s).host_seconds += s.host_seconds;
       total += seconds[j];
     }
     host_total_ += total;
   }
 
   /// The profile as JSON: the target, the model's totals, the measured figures, one object
-  /// per IPU and one per step. Names (the target's, the layer paths) are JSON strings,
-  /// escaped as RFC 8259 requires.
+  /// per IPU, one for the host steps if the graph has any (`"host"`), and one per step (a host
+  /// step's `"ipu"` is -1). Names (the target's, the layer paths) are JSON strings, escaped as
+  /// RFC 8259 requires.
   void write_json(std::ostream& os) const {
     using detail::json_string;
     const detail::stream_state keep(os);
@@ -174,21 +187,29 @@ class profile {
        << ",\n  \"pipelined_images_per_second\": " << pipelined_images_per_second()
        << ",\n  \"batches_measured\": " << batches_ << ",\n  \"host_seconds_per_batch\": " << host_seconds_per_batch()
        << ",\n  \"host_images_per_second\": " << host_images_per_second() << ",\n  \"ipus\": [";
+    const auto totals = [&](const ipu_profile& p) {
+      os << "\"steps\": " << p.steps << ", \"compute_cycles\": " << p.compute_cycles << ", \"exchange_cycles\": "
+         << p.exchange_cycles << ", \"sync_cycles\": " << p.sync_cycles << ", \"link_cycles\": " << p.link_cycles
+         << ", \"host_cycles\": " << p.host_cycles << ", \"host_seconds\": " << p.host_seconds << "}";
+    };
     for (std::size_t i = 0; i < ipus_.size(); ++i) {
-      const ipu_profile& p = ipus_[i];
-      os << (i ? "," : "") << "\n    {\"ipu\": " << i << ", \"steps\": " << p.steps << ", \"compute_cycles\": "
-         << p.compute_cycles << ", \"exchange_cycles\": " << p.exchange_cycles << ", \"sync_cycles\": "
-         << p.sync_cycles << ", \"link_cycles\": " << p.link_cycles << ", \"host_seconds\": " << p.host_seconds
-         << "}";
+      os << (i ? "," : "") << "\n    {\"ipu\": " << i << ", ";
+      totals(ipus_[i]);
     }
-    os << "\n  ],\n  \"steps\": [";
+    os << "\n  ],";
+    if (host_.steps > 0) {
+      os << "\n  \"host\": {";
+      totals(host_);
+      os << ",";
+    }
+    os << "\n  \"steps\": [";
     for (std::size_t j = 0; j < steps_.size(); ++j) {
       const step_profile& s = steps_[j];
       os << (j ? "," : "") << "\n    {\"node\": " << s.node << ", \"path\": " << json_string{s.path.view()}
          << ", \"op\": " << json_string{name_of(s.kind)} << ", \"ipu\": " << s.ipu
          << ", \"compute_cycles\": " << s.compute_cycles << ", \"exchange_cycles\": " << s.exchange_cycles
          << ", \"sync_cycles\": " << s.sync_cycles << ", \"link_cycles\": " << s.link_cycles
-         << ", \"host_seconds\": " << s.host_seconds << "}";
+         << ", \"host_cycles\": " << s.host_cycles << ", \"host_seconds\": " << s.host_seconds << "}";
     }
     os << "\n  ]\n}\n";
   }
@@ -218,6 +239,9 @@ class profile {
       os << "  ipu " << i << ": " << q.steps << " steps, compute " << q.compute_cycles << ", exchange "
          << q.exchange_cycles << ", sync " << q.sync_cycles << ", link " << q.link_cycles << " cycles\n";
     }
+    if (p.host_.steps > 0)
+      os << "  host:  " << p.host_.steps << " steps, host link " << p.host_.host_cycles << ", sync "
+         << p.host_.sync_cycles << " cycles\n";
     std::vector<const step_profile*> top;
     for (const step_profile& s : p.steps_) top.push_back(&s);
     std::stable_sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->cycles() > b->cycles(); });
@@ -233,8 +257,14 @@ class profile {
   }
 
  private:
+  /// The totals step `s` counts in: its IPU's, or the host steps'.
+  ipu_profile& totals_of(const step_profile& s) {
+    return s.ipu == host_device ? host_ : ipus_[static_cast<std::size_t>(s.ipu)];
+  }
+
   std::vector<step_profile> steps_;
   std::vector<ipu_profile> ipus_;
+  ipu_profile host_;
   std::int64_t batch_ = 1;
   std::int64_t clock_hz_ = 1;
   std::int64_t batches_ = 0;

@@ -22,6 +22,7 @@ struct chip_spec {
   int f32_macs_per_cycle = 0;             ///< f32 multiply-accumulates per cycle per tile
   std::int64_t exchange_bytes_per_s = 0;  ///< on-chip exchange bandwidth, whole IPU
   std::int64_t link_bytes_per_s = 0;      ///< IPU-Link bandwidth, all links of one IPU
+  std::int64_t host_bytes_per_s = 0;      ///< host-link bandwidth in one direction (`ipu::on_host`'s transfers)
   int vector_bytes = 8;                   ///< natural vector width: 2 floats or 4 halves
 
   /// SRAM of the whole IPU.
@@ -46,6 +47,7 @@ struct mk1 {
       .f32_macs_per_cycle = 8,        // derived: a quarter of the f16 rate
       .exchange_bytes_per_s = 8'000'000'000'000,  // not published for Mk1: Mk2's 8 TB/s assumed
       .link_bytes_per_s = 320'000'000'000,        // not published for Mk1: Mk2's 320 GB/s assumed
+      .host_bytes_per_s = 32'000'000'000,         // derived: PCIe Gen4 x16 (C2 card), 64 GB/s both ways
       .vector_bytes = 8,              // 64-bit vectors (IPU programmer's guide)
   };
   static constexpr int ipus = 1;                ///< one IPU
@@ -64,6 +66,7 @@ struct mk2 {
       .f32_macs_per_cycle = 16,       // derived from 62.5 TFLOPS f32
       .exchange_bytes_per_s = 8'000'000'000'000,  // 8 TB/s on-chip exchange (GC200 specification)
       .link_bytes_per_s = 320'000'000'000,        // 10 IPU-Links, 320 GB/s (IPU-M2000 specification)
+      .host_bytes_per_s = 32'000'000'000,         // derived: PCIe Gen4 x16, 64 GB/s counting both directions
       .vector_bytes = 8,
   };
   static constexpr int ipus = 1;                ///< one IPU
@@ -82,6 +85,7 @@ struct bow {
       .f32_macs_per_cycle = 16,       // derived: same tile as Mk2
       .exchange_bytes_per_s = 11'127'819'548'872,  // derived: Mk2's 8 TB/s scaled by 1.85 / 1.33
       .link_bytes_per_s = 640'000'000'000,         // derived: 10 links x 512 Gbps (Bow-2000 spec)
+      .host_bytes_per_s = 32'000'000'000,          // not published here: Mk2's host link assumed
       .vector_bytes = 8,
   };
   static constexpr int ipus = 1;                ///< one IPU

@@ -53,4 +53,16 @@ TEST_CASE("docs/executor.md: run a graph, load weights, read the profile") {
   CHECK_THROWS_AS(loaded["conv1"].assign("kernel", std::vector<float>(7)), ipu::weight_error);
   // [load]
   CHECK(ipu::engine<model_t, ipu::mk2>{loaded}.infer(x) == y);
+
+  // [check_finite]
+  ipu::engine<model_t, ipu::mk2> checked{w, {.check_finite = true}};
+  x(0, 3, 5, 1) = ipu::f16(1e6f);                     // past 65504: inf in f16
+  try {
+    checked.infer(x);
+  } catch (const ipu::non_finite_error& e) {
+    std::ostringstream log;
+    log << e.what();  // ipu::engine: step 0 (input, input) produced a non-finite value: element ...
+  }
+  // [check_finite]
+  CHECK_THROWS_AS(checked.infer(x), ipu::non_finite_error);
 }

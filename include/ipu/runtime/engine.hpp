@@ -81,6 +81,11 @@ struct run_stats {
 struct engine_config {
   execution_mode mode = execution_mode::fast;  ///< fast (host tensors) or faithful (tile images)
   unsigned threads = 0;  ///< host threads; 0: one per hardware thread
+  /// Checks every step's output for NaN and infinities, and throws `ipu::non_finite_error`
+  /// naming the first step (and layer) that produced one. Costs a pass over each output, and
+  /// in fast mode turns fusion off, so that a value a later step would hide (ReLU and max
+  /// pooling drop a NaN) is seen where it is made; the outputs' bits are unchanged.
+  bool check_finite = false;
 };
 
 /// Runs graph `G` as its plan on `Tgt` with `Opts` lays it out (see the file comment): one
@@ -107,7 +112,8 @@ class engine {
   /// shift, rounds the weights to the element type and lays them out. Throws `weight_error`
   /// if any value is not finite before or after that.
   explicit engine(const weights<G>& w, engine_config config = {})
-      : executor_(runtime::program::from(plan()), parameters(w), kernels(), config.mode, config.threads),
+      : executor_(runtime::program::from(plan()), parameters(w), kernels(), config.mode, config.threads,
+                  config.check_finite),
         profile_(executor_.prog(), batch_size_v<G>, Tgt::name, name_of(config.mode).data()) {}
 
   /// The plan the engine runs: `ipu::plan_v<G, Tgt, Opts>`.

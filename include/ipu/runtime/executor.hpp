@@ -19,7 +19,10 @@
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -44,10 +47,19 @@ class executor {
   /// `threads` host threads (0: one per hardware thread). Throws `execution_error` if
   /// `kernels` lacks an op of `prog`. In
   /// faithful mode, allocates `bytes_per_tile` for every tile of every IPU and places code and
-  /// weights; throws `execution_error` if a tile has no room for them.
+  /// weights; throws `execution_error` if a tile has no room for them. With `check_finite`,
+  /// `run` checks every step's output (see `run`), and fast mode fuses nothing, so that every
+  /// step has an output of its own.
   executor(program prog, const parameter_set& params, const kernel_set<T, Acc>& kernels, execution_mode mode,
-           unsigned threads)
-      : prog_(std::make_unique<program>(std::move(prog))), mode_(mode), team_(std::make_unique<team>(threads)) {
+           unsigned threads, bool check_finite = false)
+      : prog_(std::make_unique<program>(std::move(prog))), mode_(mode), team_(std::make_unique<team>(threads)),
+        check_finite_(check_finite) {
+    if (check_finite_)
+      for (int j = 0; j < prog_->size(); ++j) {
+        node_plan& p = prog_->plans[static_cast<std::size_t>(j)];
+        p.fused_into = -1;
+        p.fused_end = j;
+      }
     if (mode_ == execution_mode::faithful) {
       faithful_ = std::make_unique<faithful_executor<T, Acc>>(*prog_, params, kernels.per_node(prog_->nodes), *team_);
     } else {
@@ -57,6 +69,8 @@ class executor {
 
   /// The mode the executor runs in.
   execution_mode mode() const noexcept { return mode_; }
+  /// Whether `run` checks that every step's output is finite.
+  bool checks_finite() const noexcept { return check_finite_; }
   /// The host threads of its team, the calling thread included.
   unsigned threads() const noexcept { return team_->size(); }
   /// The program it runs.
@@ -64,6 +78,8 @@ class executor {
 
   /// Runs one batch: `input` holds the graph's input, `output` receives its output (both in
   /// logical NHWC or NC order). `step_seconds[j]` receives the host time of node `j`'s step.
+  /// With `check_finite`, throws `non_finite_error` after the first step whose output holds
+  /// a NaN or an infinity (the input step's included).
   void run(const T* input, T* output, std::vector<double>& step_seconds) {
     step_seconds.assign(static_cast<std::size_t>(prog_->size()), 0.0);
     if (faithful_) {
@@ -107,8 +123,43 @@ class executor {
       m.step(s.node);
       step_seconds[static_cast<std::size_t>(s.node)] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (check_finite_) check_output(m, s.node);
     }
     m.end(output);
+  }
+
+  /// Throws `non_finite_error` if node `j`'s output, just computed, holds a NaN or an infinity.
+  template <class Mode>
+  void check_output(Mode& m, int j) {
+    const node& n = prog_->at(j);
+    m.output_of(j, checked_);
+    const auto bad = std::find_if(checked_.begin(), checked_.end(), [](T v) { return !std::isfinite(static_cast<float>(v)); });
+    if (bad == checked_.end()) return;
+    const std::int64_t index = bad - checked_.begin();
+    std::string at;
+    std::int64_t r = index;
+    std::array<std::int64_t, 4> coordinate{};
+    for (int d = n.out.rank - 1; d >= 0; --d) {
+      coordinate[static_cast<std::size_t>(d)] = r % n.out.dim[static_cast<std::size_t>(d)];
+      r /= n.out.dim[static_cast<std::size_t>(d)];
+    }
+    for (int d = 0; d < n.out.rank; ++d) at += (d ? ", " : "") + std::to_string(coordinate[static_cast<std::size_t>(d)]);
+    const double value = static_cast<double>(static_cast<float>(*bad));
+    throw non_finite_error("ipu::engine: step " + std::to_string(j) + " (" + std::string(n.path.view()) + ", " +
+                               std::string(name_of(n.kind)) + (n.on_host() ? ", on the host" : "") +
+                               ") produced a non-finite value: element " + std::to_string(index) + " [" + at +
+                               "] of its output " + to_string(n.out) + " is " + describe(value) +
+                               "; every earlier step's output was finite",
+                           j, index, value);
+  }
+
+  /// `nan`, `inf` or `-inf`.
+  static std::string describe(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+  /// `[2, 8, 8, 16]`.
+  static std::string to_string(const shape& s) {
+    std::string r = "[";
+    for (int d = 0; d < s.rank; ++d) r += (d ? ", " : "") + std::to_string(s.dim[static_cast<std::size_t>(d)]);
+    return r + "]";
   }
 
   // Held by pointer: the modes refer to the program and the team, and an executor (and an
@@ -118,6 +169,8 @@ class executor {
   std::unique_ptr<team> team_;
   std::unique_ptr<fast_executor<T, Acc>> fast_;
   std::unique_ptr<faithful_executor<T, Acc>> faithful_;
+  bool check_finite_ = false;
+  std::vector<T> checked_;  // the output being checked, in logical order
 };
 
 }  // namespace ipu::runtime

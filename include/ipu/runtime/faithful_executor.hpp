@@ -149,6 +149,14 @@ class faithful_executor {
   /// Reads the graph's output back from its tiles, in logical order.
   void end(T* output) { read_output(output); }
 
+  /// Reads node `j`'s output, just computed by its step, into `out`, in logical order: from
+  /// the tiles of its IPU, or from the host for a host step.
+  void output_of(int j, std::vector<T>& out) const {
+    const node& n = prog_.at(j);
+    out.resize(static_cast<std::size_t>(n.out.elements()));
+    read_tensor(j, out.data());
+  }
+
   /// The bytes tile `tile` of IPU `ipu` held, by category, while step `step` ran there
   /// (measured from the allocations of the last batch); zero for steps of other IPUs.
   memory_bytes measured_usage(int ipu, int tile, int step) const {
@@ -231,14 +239,8 @@ class faithful_executor {
     team_.run([&](unsigned k) {
       for (int i = 0; i < prog_.ipus; ++i) for_owned_tiles(k, tiles_, [&](int t) { end_of_step(i, j - 1, t); });
     });
-    for (int src : n.sources()) {
-      const node& from = prog_.at(src);
-      if (from.on_host()) continue;
-      const placement& pl = placed_[static_cast<std::size_t>(from.ipu)][static_cast<std::size_t>(src)];
-      T* dst = host_->tensor(src);
-      const std::int64_t c = from.out.channels();
-      for (std::int64_t pos = 0; pos < from.out.elements() / c; ++pos) read_channels(from.ipu, pl, pos, 0, c, dst + pos * c);
-    }
+    for (int src : n.sources())
+      if (!prog_.at(src).on_host()) read_tensor(src, host_->tensor(src));
     host_->step(j);
     const tensor_mapping& copy = prog_.plan_of(j).copy;  // element by element: logical order
     const T* out = host_->tensor(j);
@@ -494,16 +496,18 @@ class faithful_executor {
 
   /// Reads the graph's output back from its tiles (or from the host, after a host step), in
   /// logical order.
-  void read_output(T* output) const {
-    const int last = prog_.size() - 1;
-    const node& n = prog_.at(last);
+  void read_output(T* output) const { read_tensor(prog_.size() - 1, output); }
+
+  /// Reads node `j`'s output (held on its IPU, or made on the host) into `dst`, in logical order.
+  void read_tensor(int j, T* dst) const {
+    const node& n = prog_.at(j);
     if (n.on_host()) {
-      std::copy_n(host_->tensor(last), n.out.elements(), output);
+      std::copy_n(host_->tensor(j), n.out.elements(), dst);
       return;
     }
-    const placement& pl = placed_[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(last)];
+    const placement& pl = placed_[static_cast<std::size_t>(n.ipu)][static_cast<std::size_t>(j)];
     const std::int64_t c = n.out.channels();
-    for (std::int64_t pos = 0; pos < n.out.elements() / c; ++pos) read_channels(n.ipu, pl, pos, 0, c, output + pos * c);
+    for (std::int64_t pos = 0; pos < n.out.elements() / c; ++pos) read_channels(n.ipu, pl, pos, 0, c, dst + pos * c);
   }
 
   const program& prog_;

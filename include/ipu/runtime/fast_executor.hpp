@@ -116,6 +116,13 @@ class fast_executor {
     std::copy_n(host_of(last).begin(), prog_.at(last).out.elements(), output);
   }
 
+  /// Copies node `j`'s output, just computed by its step (not fused away), to `out`, in
+  /// logical order.
+  void output_of(int j, std::vector<T>& out) {
+    const std::vector<T>& y = host_of(j);
+    out.assign(y.begin(), y.begin() + prog_.at(j).out.elements());
+  }
+
   /// The host tensor of node `j`'s output, in logical order: one a step writes, or, with
   /// `host_steps_only`, one an `on_host` step reads.
   T* tensor(int j) { return host_of(j).data(); }

@@ -50,13 +50,11 @@ class faithful_executor;
 /// pointer it gives is into the tile's own memory image, checked to lie inside it; other
 /// tensors are read through the exchange (`read_storage`, `read_channels`).
 template <ElementType T, class Acc>
-class tile_context {
+class tile_context : public step_context<T, Acc> {
  public:
-  using value_type = T;       ///< the storage element type
-  using partials_type = Acc;  ///< the partials type
-  const node& n;              ///< the step's node
-  const node_plan& p;         ///< its plan
-  const int index;            ///< its index
+  using step_context<T, Acc>::n;
+  using step_context<T, Acc>::p;
+  using step_context<T, Acc>::index;
   const int tile;             ///< the tile
   const std::int64_t slice;   ///< the serial slice (of a conv-like step; else 0)
   const std::int64_t first;  ///< the tile's first element of the output, in storage order
@@ -103,8 +101,8 @@ class tile_context {
 
  private:
   tile_context(const faithful_executor<T, Acc>& e, int j, int t, std::int64_t s, std::pair<std::int64_t, std::int64_t> out)
-      : n(e.prog_.at(j)), p(e.prog_.plan_of(j)), index(j), tile(t), slice(s), first(out.first), last(out.second),
-        e_(e), ipu_(n.ipu) {}
+      : step_context<T, Acc>{e.prog_.at(j), e.prog_.plan_of(j), j}, tile(t), slice(s), first(out.first),
+        last(out.second), e_(e), ipu_(e.prog_.at(j).ipu) {}
   const faithful_executor<T, Acc>& e_;
   int ipu_;
 };

@@ -32,16 +32,13 @@ class fast_executor;
 /// What an op's `fast` kernel is handed for one step: its node and plan, the host tensors
 /// (every output in logical order, NHWC or NC) and the threads.
 template <ElementType T, class Acc>
-class fast_context {
+class fast_context : public step_context<T, Acc> {
  public:
-  using value_type = T;      ///< the storage element type
-  using partials_type = Acc; ///< the partials type
-  const node& n;             ///< the step's node
-  const node_plan& p;        ///< its plan
-  const int index;           ///< its index
+  using step_context<T, Acc>::n;
+  using step_context<T, Acc>::index;
 
   /// Step `j` of `e`.
-  fast_context(fast_executor<T, Acc>& e, int j) : n(e.prog_.at(j)), p(e.prog_.plan_of(j)), index(j), e_(e) {}
+  fast_context(fast_executor<T, Acc>& e, int j) : step_context<T, Acc>{e.prog_.at(j), e.prog_.plan_of(j), j}, e_(e) {}
 
   /// Node `k` of the program.
   const node& node_at(int k) const noexcept { return e_.prog_.at(k); }

@@ -19,6 +19,17 @@
 
 namespace ipu::runtime {
 
+/// What both executors' contexts give an op's kernel about the step it runs: the element
+/// types, the step's node, its plan and its index.
+template <ElementType T, class Acc>
+struct step_context {
+  using value_type = T;       ///< the storage element type
+  using partials_type = Acc;  ///< the partials type
+  const node& n;              ///< the step's node
+  const node_plan& p;         ///< its plan
+  const int index;            ///< its index
+};
+
 template <ElementType T, class Acc>
 class fast_context;
 template <ElementType T, class Acc>

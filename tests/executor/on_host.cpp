@@ -173,3 +173,15 @@ TEST_CASE("the profile counts host steps apart from the IPUs'") {
   table << ipu::summary<host_f32>();
   CHECK(table.str().find("host") != std::string::npos);
 }
+
+TEST_CASE("auto_shard keeps on_host blocks on the host") {
+  using sharded = ipu::auto_shard<host_f32, tiny2>;
+  constexpr auto& placed = ipu::node_table_v<sharded>;
+  constexpr auto& written = ipu::node_table_v<host_f32>;
+  STATIC_REQUIRE(placed.size() == written.size());
+  for (std::size_t j = 0; j < placed.size(); ++j) {
+    INFO(placed[j].path.view());
+    CHECK(placed[j].on_host() == written[j].on_host());
+  }
+  ipu_test::check_engine<sharded, tiny2>(1e-5);
+}

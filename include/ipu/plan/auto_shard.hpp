@@ -6,7 +6,9 @@
 ///
 /// The units of placement are the atoms of `G`: its layers and residual blocks, found through
 /// sequences, scopes and `on<>` (whose placement is replaced), each copy of a `repeat<N>` being
-/// one atom. Node paths are unchanged. The placement is the split of the atoms into at most
+/// one atom. Node paths are unchanged. An `ipu::on_host` block stays on the host as written;
+/// its atoms count in the runs for their transfers' cycles and the copies of their outputs.
+/// The placement is the split of the atoms into at most
 /// `Target::ipus` runs that minimises the largest run's estimated cycles, subject to each run
 /// fitting one IPU by a per-tile upper bound (each term at its fullest tile); the bound is
 /// monotone, so a greedy fill per candidate bottleneck, inside a binary search, finds the best
@@ -115,6 +117,11 @@ consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N
     live += act;
     dies[static_cast<std::size_t>(last[static_cast<std::size_t>(j)])] += act;
     cycles[static_cast<std::size_t>(j)] = np.cycles.total();
+    if (p.at(j).on_host()) {  // no code, weights or transients on the tiles; its output is a copy
+      step[static_cast<std::size_t>(j)] = live;
+      live -= dies[static_cast<std::size_t>(j)];
+      continue;
+    }
     always[static_cast<std::size_t>(j)] = fixed.control_bytes + p.step_code_on(j, 0);
     for (int w = 0; w < np.weight_tensors; ++w)
       always[static_cast<std::size_t>(j)] +=
@@ -233,6 +240,10 @@ struct placed<nn::scope_t<Name, B>, Assign, First> {
 };
 template <int I, class B, auto Assign, int First>
 struct placed<on_t<I, B>, Assign, First> : placed<B, Assign, First> {};
+template <class B, auto Assign, int First>
+struct placed<on_t<host_device, B>, Assign, First> {  // stays on the host, as written
+  using type = on_t<host_device, B>;
+};
 template <int C, class B, auto Assign, int First>
 struct placed<nn::repeat_t<C, B>, Assign, First> {
   // Runs of consecutive copies on one IPU: [start of run r, start of run r + 1).

@@ -240,6 +240,14 @@ class faithful_executor {
     for (int src : n.sources())
       if (!prog_.at(src).on_host()) read_tensor(src, host_->tensor(src));
     host_->step(j);
+    bool copied = false;  // a node fused into an earlier host step has no output of its own
+    for (int b = 0; b < prog_.ipus; ++b) copied = copied || prog_.copies(b, j);
+    if (copied) write_host_output(j);
+    if (j + 1 == prog_.size()) end_of_program(j);
+  }
+
+  /// Writes host step `j`'s output to each IPU that reads it, where the plan holds the copy.
+  void write_host_output(int j) {
     const tensor_mapping& copy = prog_.plan_of(j).copy;  // element by element: logical order
     const T* out = host_->tensor(j);
     team_.run([&](unsigned k) {
@@ -253,7 +261,6 @@ class faithful_executor {
         });
       }
     });
-    if (j + 1 == prog_.size()) end_of_program(j);
   }
 
   /// Releases what the last step `j` leaves behind on every IPU.

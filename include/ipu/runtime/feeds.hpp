@@ -405,7 +405,7 @@ concept InputIterable = requires(R& r) {
   *std::begin(r);
   ++std::declval<decltype(std::begin(r))&>();
 };
-/// The type of `*std::begin(r)` for a range `r` of type `R`.
+/// The type of an element of a range of type `R`: what its `std::begin` iterator dereferences to.
 template <class R>
 using iterable_reference_t = decltype(*std::begin(std::declval<R&>()));
 

@@ -84,7 +84,7 @@ constexpr ipu::options half_partials{.available_memory_proportion = {3, 10}, .pa
 // One first-generation IPU (256 KiB per tile) is too small for the seed's model ...
 static_assert(!ipu::fits_v<model_t, ipu::mk1, opts>);
 
-// ... four of them hold it: auto_shard places on<0> ... on<3>, balancing cycles.
+// ... three of them hold it: given four, auto_shard takes on<0> ... on<2>, balancing cycles.
 using mk1x4 = ipu::system<ipu::mk1, 4>;
 using placed_t = ipu::auto_shard<model_t, mk1x4>;
 static_assert(ipu::require_fit<placed_t, mk1x4, opts>);

@@ -174,14 +174,29 @@ TEST_CASE("the profile counts host steps apart from the IPUs'") {
   CHECK(table.str().find("host") != std::string::npos);
 }
 
+// Two IPUs whose tiles are one buffer alignment short of what `host_f32` needs on one.
+struct tight2 {
+  static constexpr ipu::chip_spec chip = [] {
+    ipu::chip_spec c = tiny::chip;
+    c.bytes_per_tile = (ipu::plan_v<host_f32, tiny>.ipus[0].peak - 1) / ipu::buffer_alignment * ipu::buffer_alignment;
+    return c;
+  }();
+  static constexpr int ipus = 2;
+  static constexpr const char* name = "mk2-small-tight";
+};
+
 TEST_CASE("auto_shard keeps on_host blocks on the host") {
-  using sharded = ipu::auto_shard<host_f32, tiny2>;
+  STATIC_REQUIRE(!ipu::fits_v<host_f32, ipu::detail::one_ipu<tight2>>);
+  using sharded = ipu::auto_shard<host_f32, tight2>;
   constexpr auto& placed = ipu::node_table_v<sharded>;
   constexpr auto& written = ipu::node_table_v<host_f32>;
   STATIC_REQUIRE(placed.size() == written.size());
+  bool on_ipu1 = false;
   for (std::size_t j = 0; j < placed.size(); ++j) {
     INFO(placed[j].path.view());
     CHECK(placed[j].on_host() == written[j].on_host());
+    on_ipu1 = on_ipu1 || placed[j].ipu == 1;
   }
-  ipu_test::check_engine<sharded, tiny2>(1e-5);
+  CHECK(on_ipu1);  // the net is split over both IPUs
+  ipu_test::check_engine<sharded, tight2>(1e-5);
 }

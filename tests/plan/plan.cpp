@@ -236,15 +236,21 @@ TEST_CASE("obvious non-fits fail with the right numbers") {
 TEST_CASE("sharding a model that does not fit makes it fit, and each IPU's peak drops") {
   using mk1x4 = ipu::system<ipu::mk1, 4>;
   using placed_t = ipu::auto_shard<seed_t, mk1x4>;
+  static_assert(!ipu::fits_v<seed_t, ipu::mk1, seed_options>);
   static_assert(ipu::require_fit<placed_t, mk1x4, seed_options>);
   constexpr auto& one = ipu::plan_v<seed_t, ipu::mk1, seed_options>;
   constexpr auto& four = ipu::plan_v<placed_t, mk1x4, seed_options>;
-  // The placed graph is the same graph: same nodes, same paths, now over four IPUs.
+  // The placed graph is the same graph: same nodes, same paths, now over several IPUs.
   STATIC_REQUIRE(ipu::node_count_v<placed_t> == ipu::node_count_v<seed_t>);
   for (std::size_t j = 0; j < four.size; ++j) CHECK(four.at(static_cast<int>(j)).path == one.at(static_cast<int>(j)).path);
-  for (const ipu::ipu_memory& m : four.ipus) {
-    CHECK(m.nodes > 0);
-    CHECK(m.peak < one.ipus[0].peak);
+  // The IPUs it uses come first; each holds part of the model and peaks below the whole.
+  int used = 0;
+  while (used < 4 && four.ipus[static_cast<std::size_t>(used)].nodes > 0) ++used;
+  CHECK(used >= 2);
+  for (int i = 0; i < 4; ++i) {
+    const ipu::ipu_memory& m = four.ipus[static_cast<std::size_t>(i)];
+    if (i < used) CHECK(m.peak < one.ipus[0].peak);
+    else CHECK(m.nodes == 0);
   }
   // Placement is in order: IPU indices never decrease along the table.
   for (std::size_t j = 1; j < four.size; ++j) CHECK(four.at(static_cast<int>(j)).ipu >= four.at(static_cast<int>(j - 1)).ipu);
@@ -258,12 +264,24 @@ TEST_CASE("sharding a model that does not fit makes it fit, and each IPU's peak 
   CHECK(split.ipus[1].max_always_live < whole.ipus[0].max_always_live);
 }
 
-TEST_CASE("auto_shard balances estimated cycles") {
+TEST_CASE("auto_shard uses the fewest IPUs that hold the model, and balances cycles over them") {
+  // The seed's model fits one Mk2: an IPU-M2000 runs it on IPU 0 alone, as planned for one Mk2.
   using mk2x4 = ipu::system<ipu::mk2, 4>;
-  constexpr auto& p = ipu::plan_v<ipu::auto_shard<seed_t, mk2x4>, mk2x4, seed_options>;
+  constexpr auto& whole = ipu::plan_v<ipu::auto_shard<seed_t, mk2x4>, mk2x4, seed_options>;
+  constexpr auto& alone = ipu::plan_v<seed_t, ipu::mk2, seed_options>;
+  CHECK(whole.ipus[0].nodes == static_cast<int>(whole.size));
+  CHECK(whole.ipus[0].peak == alone.ipus[0].peak);
+  for (int i = 1; i < 4; ++i) CHECK(whole.ipus[static_cast<std::size_t>(i)].nodes == 0);
+  // It needs more than one Mk1: the split does not depend on how many more the target has.
+  using mk1x3 = ipu::system<ipu::mk1, 3>;
+  using mk1x4 = ipu::system<ipu::mk1, 4>;
+  constexpr auto& three = ipu::plan_v<ipu::auto_shard<seed_t, mk1x3>, mk1x3, seed_options>;
+  constexpr auto& four = ipu::plan_v<ipu::auto_shard<seed_t, mk1x4>, mk1x4, seed_options>;
+  for (std::size_t j = 0; j < three.size; ++j) CHECK(three.at(static_cast<int>(j)).ipu == four.at(static_cast<int>(j)).ipu);
+  CHECK(four.ipus[3].nodes == 0);
+  CHECK(three.fits);
+  // Over the IPUs it uses, the busiest carries less than half of the work.
   int64_t total = 0, largest = 0;
-  for (const ipu::ipu_memory& m : p.ipus) total += m.cycles, largest = std::max(largest, m.cycles);
-  // The bottleneck IPU carries less than half the work of the whole model.
+  for (const ipu::ipu_memory& m : three.ipus) total += m.cycles, largest = std::max(largest, m.cycles);
   CHECK(largest * 2 < total);
-  CHECK(p.fits);
 }

@@ -1,18 +1,23 @@
 #pragma once
 /// \file
-/// `ipu::auto_shard<G, Target>`: `G` with its blocks placed over the IPUs of `Target`, as a
-/// graph type of its own (`ipu::on<I>` around runs of blocks), balancing estimated cycles while
-/// every IPU fits.
+/// `ipu::auto_shard<G, Target>`: `G` with its blocks placed over the fewest IPUs of `Target`
+/// that hold it, as a graph type of its own (`ipu::on<I>` around runs of blocks), balancing
+/// estimated cycles over them.
 ///
 /// The units of placement are the atoms of `G`: its layers and residual blocks, found through
 /// sequences, scopes and `on<>` (whose placement is replaced), each copy of a `repeat<N>` being
 /// one atom. Node paths are unchanged. An `ipu::on_host` block stays on the host as written;
 /// its atoms count in the runs for their transfers' cycles and the copies of their outputs.
-/// The placement is the split of the atoms into at most
-/// `Target::ipus` runs that minimises the largest run's estimated cycles, subject to each run
-/// fitting one IPU by a per-tile upper bound (each term at its fullest tile); the bound is
-/// monotone, so a greedy fill per candidate bottleneck, inside a binary search, finds the best
-/// split. `require_fit<auto_shard<G, Target>, Target>` then checks the result exactly.
+///
+/// A sharded graph runs one IPU at a time, so every IPU beyond the fewest that hold the model
+/// only adds exchange: a graph whose exact plan fits one IPU stays on IPU 0. Otherwise the
+/// placement splits the atoms into the fewest runs that each fit one IPU by a per-tile upper
+/// bound (each term at its fullest tile; the codelets of the ops the run has; a send buffer for
+/// an output only if another atom reads it), and among the splits into that many runs takes one
+/// that minimises the largest run's estimated cycles (what a pipeline's throughput would depend
+/// on). The bound is monotone, so a greedy fill finds the fewest runs, and a greedy fill per
+/// candidate bottleneck, inside a binary search, the best split over them.
+/// `require_fit<auto_shard<G, Target>, Target>` then checks the result exactly.
 
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/detail/lower.hpp>
@@ -37,7 +42,7 @@ template <auto Layer, ipus_in_target Ipus, bytes_needed_alone Needed, bytes_avai
 struct auto_shard_found_no_placement {
   static_assert(Needed.value <= Available.value && Ipus.value < 0,
                 "ipu: auto_shard found no placement of the graph on the target's IPUs where every IPU fits; "
-                "the layer named here needs the most memory; use more IPUs or a smaller batch");
+                "the layer named here has the step that needs the most memory; use more IPUs or a smaller batch");
   static constexpr bool value = false;
 };
 }  // namespace diag
@@ -91,21 +96,52 @@ struct one_ipu {
   static constexpr const char* name = T::name;
 };
 
-/// The placement: the IPU of each atom, or the atom that fits no IPU on its own.
+/// The placement: the IPU of each atom, or, when there is none, the step that needs the most.
 template <std::size_t A>
 struct placement {
   std::array<int, A> ipu{};
-  int failed_atom = -1;          ///< -1 when a placement was found
-  std::int64_t failed_bytes = 0; ///< the upper bound of the failed atom alone
-  int first_node = 0;            ///< first node of the failed atom
+  bool found = true;
+  std::int64_t failed_bytes = 0; ///< the upper bound of the blamed step's atom alone
+  int blamed_node = 0;           ///< the node whose step needs the most memory
 };
 
 /// Splits the atoms (node counts `sizes`, after the input node) of the unplaced plan `p` over
 /// `ipus` IPUs; see the file comment.
 template <std::size_t A, std::size_t N>
 consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N, 1>& p, int ipus) {
-  // Per node: cycles, always-live upper bound, and the bound of its step's not-always-live bytes.
+  // The atom of each node; atom 0 also holds the input node.
+  std::array<int, N> atom_of{};
+  for (int a = 0, node = 0; a < static_cast<int>(A); ++a) {
+    for (const int end = node + sizes[static_cast<std::size_t>(a)] + (a == 0 ? 1 : 0); node < end; ++node)
+      atom_of[static_cast<std::size_t>(node)] = a;
+  }
+  // Whether a node's output is read in another atom: only then can a cut make its step send it.
+  std::array<bool, N> read_elsewhere{};
+  for (int j = 0; j < static_cast<int>(N); ++j)
+    for (int src : p.at(j).sources())
+      read_elsewhere[static_cast<std::size_t>(src)] = read_elsewhere[static_cast<std::size_t>(src)] ||
+                                                      atom_of[static_cast<std::size_t>(src)] != atom_of[static_cast<std::size_t>(j)];
+  // The codelets an IPU loads are those of the ops it runs: bit k of a node's mask is the k-th
+  // distinct op on the tiles (ops past the 64th are charged to every IPU).
+  std::array<op, N> kinds{};
+  int kind_count = 0;
+  std::array<std::uint64_t, N> op_bit{};
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    const node& n = p.at(j);
+    if (n.on_host() || n.kind == op_of<ops::input>) continue;
+    int k = 0;
+    while (k < kind_count && !(kinds[static_cast<std::size_t>(k)] == n.kind)) ++k;
+    if (k == kind_count) kinds[static_cast<std::size_t>(kind_count++)] = n.kind;
+    if (k < 64) op_bit[static_cast<std::size_t>(j)] = std::uint64_t{1} << k;
+  }
   const fixed_costs& fixed = p.opts.fixed;
+  const std::int64_t base = fixed.runtime_bytes + std::max(0, kind_count - 64) * fixed.codelet_bytes;
+  const auto codelets = [&](std::uint64_t mask) {
+    std::int64_t count = 0;
+    for (; mask != 0; mask &= mask - 1) ++count;
+    return count * fixed.codelet_bytes;
+  };
+  // Per node: cycles, always-live upper bound, and the bound of its step's not-always-live bytes.
   std::array<std::int64_t, N> cycles{}, always{}, step{};
   const std::array<int, N> last = last_use(*p.table);
   std::array<std::int64_t, N> dies{};
@@ -126,60 +162,61 @@ consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N
     for (int w = 0; w < np.weight_tensors; ++w)
       always[static_cast<std::size_t>(j)] +=
           np.weights[static_cast<std::size_t>(w)].max_elements_per_tile() * np.weight_bytes[static_cast<std::size_t>(w)];
-    step[static_cast<std::size_t>(j)] = live + np.transient_max.total() + np.copy.max_elements_per_tile() * bytes;
+    const std::int64_t send = read_elsewhere[static_cast<std::size_t>(j)] ? np.copy.max_elements_per_tile() * bytes : 0;
+    step[static_cast<std::size_t>(j)] = live + np.transient_max.total() + send;
     live -= dies[static_cast<std::size_t>(j)];
   }
-  const std::int64_t base = fixed.runtime_bytes + distinct_ops(*p.table, -1) * fixed.codelet_bytes;
-  // Per atom: its node range; atom 0 also holds the input node.
+  // Per atom: its cycles, always-live bytes, largest step and ops.
   std::array<std::int64_t, A> atom_cycles{}, atom_always{}, atom_step{};
-  std::array<int, A> atom_first{};
-  int node = 0;
-  for (std::size_t a = 0; a < A; ++a) {
-    atom_first[a] = node;
-    const int end = node + sizes[a] + (a == 0 ? 1 : 0);
-    for (; node < end; ++node) {
-      atom_cycles[a] += cycles[static_cast<std::size_t>(node)];
-      atom_always[a] += always[static_cast<std::size_t>(node)];
-      atom_step[a] = std::max(atom_step[a], step[static_cast<std::size_t>(node)]);
-    }
+  std::array<std::uint64_t, A> atom_ops{};
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    const std::size_t a = static_cast<std::size_t>(atom_of[static_cast<std::size_t>(j)]);
+    atom_cycles[a] += cycles[static_cast<std::size_t>(j)];
+    atom_always[a] += always[static_cast<std::size_t>(j)];
+    atom_step[a] = std::max(atom_step[a], step[static_cast<std::size_t>(j)]);
+    atom_ops[a] |= op_bit[static_cast<std::size_t>(j)];
   }
   const std::int64_t capacity = p.chip.bytes_per_tile;
   placement<A> result;
-  for (std::size_t a = 0; a < A; ++a)
-    if (base + atom_always[a] + atom_step[a] > capacity) {
-      result.failed_atom = static_cast<int>(a);
-      result.failed_bytes = base + atom_always[a] + atom_step[a];
-      result.first_node = atom_first[a];
-      return result;
-    }
+  if (p.fits) return result;  // the exact plan holds the whole graph on one IPU
   // Greedy fill under a cycle bottleneck: the number of runs it needs, and the assignment.
   const auto fill = [&](std::int64_t bottleneck, std::array<int, A>& assign) {
     int run = 0;
     std::int64_t run_cycles = 0, run_always = 0, run_step = 0;
+    std::uint64_t run_ops = 0;
     for (std::size_t a = 0; a < A; ++a) {
       const bool fits = run_cycles + atom_cycles[a] <= bottleneck &&
-                        base + run_always + atom_always[a] + std::max(run_step, atom_step[a]) <= capacity;
-      if (a > 0 && !fits) ++run, run_cycles = run_always = run_step = 0;
+                        base + codelets(run_ops | atom_ops[a]) + run_always + atom_always[a] +
+                                std::max(run_step, atom_step[a]) <= capacity;
+      if (a > 0 && !fits) ++run, run_cycles = run_always = run_step = 0, run_ops = 0;
       run_cycles += atom_cycles[a];
       run_always += atom_always[a];
       run_step = std::max(run_step, atom_step[a]);
+      run_ops |= atom_ops[a];
       assign[a] = run;
     }
     return run + 1;
   };
   std::int64_t lo = 0, hi = 0;
-  for (std::size_t a = 0; a < A; ++a) lo = std::max(lo, atom_cycles[a]), hi += atom_cycles[a];
+  bool alone = true;  // every atom fits an IPU on its own
+  for (std::size_t a = 0; a < A; ++a) {
+    lo = std::max(lo, atom_cycles[a]), hi += atom_cycles[a];
+    alone = alone && base + codelets(atom_ops[a]) + atom_always[a] + atom_step[a] <= capacity;
+  }
   std::array<int, A> assign{};
-  if (fill(hi, assign) > ipus) {  // memory alone needs more IPUs than the target has
-    result.failed_atom = 0;
-    for (std::size_t a = 0; a < A; ++a)
-      if (base + atom_always[a] + atom_step[a] > result.failed_bytes)
-        result.failed_bytes = base + atom_always[a] + atom_step[a], result.first_node = atom_first[a];
+  const int runs = alone ? fill(hi, assign) : ipus + 1;  // the fewest runs that fit
+  if (runs > ipus) {  // blame the step that needs the most, with its atom's always-live bytes
+    result.found = false;
+    for (int j = 0; j < static_cast<int>(N); ++j) {
+      const std::size_t a = static_cast<std::size_t>(atom_of[static_cast<std::size_t>(j)]);
+      const std::int64_t need = base + codelets(atom_ops[a]) + atom_always[a] + step[static_cast<std::size_t>(j)];
+      if (need > result.failed_bytes) result.failed_bytes = need, result.blamed_node = j;
+    }
     return result;
   }
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo) / 2;
-    if (fill(mid, assign) <= ipus) hi = mid;
+    if (fill(mid, assign) <= runs) hi = mid;
     else lo = mid + 1;
   }
   fill(lo, result.ipu);
@@ -201,10 +238,10 @@ struct shard_info<graph<In, Bs...>, T> {
   static constexpr const auto& unplaced = plan_v<graph_t, one_ipu<T>>;
   static constexpr placement<atoms> raw = place_atoms(sizes, unplaced, T::ipus);
   static constexpr bool valid = [] {
-    if constexpr (raw.failed_atom < 0) {
+    if constexpr (raw.found) {
       return true;
     } else {
-      constexpr path_string path = unplaced.at(raw.first_node).path;
+      constexpr path_string path = unplaced.at(raw.blamed_node).path;
       return diag::auto_shard_found_no_placement<diag::in_layer<path.length + 1>{path},
                                                  diag::ipus_in_target{T::ipus},
                                                  diag::bytes_needed_alone{raw.failed_bytes},
@@ -277,8 +314,8 @@ struct auto_shard_of<graph<In, Bs...>, T> {
 
 }  // namespace detail
 
-/// `G` placed over the IPUs of `T` (see the file comment); a compile error names the layer
-/// that fits no IPU when there is no such placement.
+/// `G` placed over the fewest IPUs of `T` that hold it (see the file comment); when there is no
+/// such placement, a compile error names the layer whose step needs the most memory.
 template <Graph G, Target T>
 using auto_shard = typename detail::auto_shard_of<std::remove_cvref_t<G>, T>::type;
 

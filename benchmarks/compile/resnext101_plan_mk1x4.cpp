@@ -1,10 +1,10 @@
-// Compile-time benchmark: the seed's ResNeXt-101 32x4d (f16, batch 4, 224x224x4) placed by
-// auto_shard over an IPU-M2000 (four Mk2 IPUs), planned tile by tile, and the fit checked.
-// Compiled, never run.
+// Compile-time benchmark: the seed's ResNeXt-101 32x4d (f16, batch 4, 224x224x4), which no
+// Mk1 holds alone, placed by auto_shard over four Mk1 IPUs (it needs three), planned tile by
+// tile, and the fit checked. Compiled, never run.
 #include <ipu/ipu.hpp>
 
 using model_t = ipu::models::resnext101_32x4d<ipu::f16, 4, 4>;
-using target_t = ipu::system<ipu::mk2, 4>;
+using target_t = ipu::system<ipu::mk1, 4>;
 constexpr ipu::options opts{.available_memory_proportion = {3, 10}};
 using placed_t = ipu::auto_shard<model_t, target_t>;
 

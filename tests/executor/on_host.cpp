@@ -44,7 +44,7 @@ using ipu_f32 = decltype(ipu_net);
 constexpr auto split_net = ipu::input<ipu::f32, 2, 8, 8, 8>
     | nn::conv<8, 3> | nn::relu
     | ipu::on_host(nn::max_pool<3, 1> | nn::conv<16, 1>)
-    | ipu::on<1>(nn::conv<16, 3> | nn::batch_norm | nn::relu | nn::global_avg_pool | nn::dense<4>);
+    | ipu::on<1>(nn::conv<16, 3> | nn::batch_norm | nn::relu | nn::global_avg_pool | nn::dense<4> | nn::softmax);
 using split_f32 = decltype(split_net);
 
 using tiny = small_target<16>;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/executor_support.hpp"
+#include "support/pool_stream.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -17,43 +18,14 @@
 
 namespace {
 namespace nn = ipu::nn;
-
-// The mean over H and W of a constant image is that constant: result (n, c) of batch i is
-// exactly value(i, n, c), an independent reference with no arithmetic to trust.
-using pool_t = decltype(ipu::input<ipu::f32, 2, 2, 2, 3> | nn::global_avg_pool);
-using pool_in = ipu::input_tensor_t<pool_t>;
-using pool_out = ipu::output_tensor_t<pool_t>;
-using pool_engine = ipu::engine<pool_t, ipu_test::small_target<16>>;
-
-float value(std::int64_t i, int n, int c) { return static_cast<float>(i * 1000 + n * 100 + c); }
-
-pool_in batch(std::int64_t i) {
-  pool_in x;
-  for (int n = 0; n < 2; ++n)
-    for (int h = 0; h < 2; ++h)
-      for (int w = 0; w < 2; ++w)
-        for (int c = 0; c < 3; ++c) x(n, h, w, c) = value(i, n, c);
-  return x;
-}
-
-// Whether `y` is the result of batch `i`.
-bool is_result_of(const pool_out& y, std::int64_t i) {
-  for (int n = 0; n < 2; ++n)
-    for (int c = 0; c < 3; ++c)
-      if (y(n, c) != value(i, n, c)) return false;
-  return true;
-}
-
-// Results [first, first + count) in order.
-bool in_order(const std::vector<pool_out>& ys, std::int64_t first = 0) {
-  for (std::size_t k = 0; k < ys.size(); ++k)
-    if (!is_result_of(ys[k], first + static_cast<std::int64_t>(k))) return false;
-  return true;
-}
-
-struct stream_failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using pool_t = ipu_test::pool::graph_t;
+using pool_in = ipu_test::pool::in_t;
+using pool_out = ipu_test::pool::out_t;
+using pool_engine = ipu_test::pool::engine_t;
+using ipu_test::pool::batch;
+using ipu_test::pool::in_order;
+using ipu_test::pool::is_result_of;
+using ipu_test::pool::stream_failure;
 }  // namespace
 
 TEST_CASE("run: a closed stream runs to its last batch, in order, and says so") {

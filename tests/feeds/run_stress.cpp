@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/executor_support.hpp"
+#include "support/pool_stream.hpp"
 
 #include <range/v3/view/iota.hpp>
 #include <range/v3/view/transform.hpp>
@@ -27,39 +28,13 @@
 #include <vector>
 
 namespace {
-namespace nn = ipu::nn;
-
-// The mean over H and W of a constant image is that constant: result (n, c) of batch i is
-// exactly value(i, n, c), so each result names its batch with no arithmetic to trust.
-using pool_t = decltype(ipu::input<ipu::f32, 2, 2, 2, 3> | nn::global_avg_pool);
-using pool_in = ipu::input_tensor_t<pool_t>;
-using pool_out = ipu::output_tensor_t<pool_t>;
+using pool_t = ipu_test::pool::graph_t;
+using pool_out = ipu_test::pool::out_t;
 using infeed_t = ipu::infeed<pool_t, 3>;
 using outfeed_t = ipu::outfeed<pool_t>;
-
-float value(std::int64_t i, int n, int c) { return static_cast<float>(i * 1000 + n * 100 + c); }
-
-pool_in batch(std::int64_t i) {
-  pool_in x;
-  for (int n = 0; n < 2; ++n)
-    for (int h = 0; h < 2; ++h)
-      for (int w = 0; w < 2; ++w)
-        for (int c = 0; c < 3; ++c) x(n, h, w, c) = value(i, n, c);
-  return x;
-}
-
-// The batch whose result `y` is, or -1 if `y` is no batch's result.
-std::int64_t batch_of(const pool_out& y) {
-  const auto i = static_cast<std::int64_t>(y(0, 0)) / 1000;
-  for (int n = 0; n < 2; ++n)
-    for (int c = 0; c < 3; ++c)
-      if (y(n, c) != value(i, n, c)) return -1;
-  return i;
-}
-
-struct stream_failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using ipu_test::pool::batch;
+using ipu_test::pool::batch_of;
+using ipu_test::pool::stream_failure;
 
 // How the producer ends, and how the consumer reads.
 enum class producer_kind { closes, throws, feed_throws, stopped, destroys_infeed };

@@ -127,7 +127,7 @@ TEST_CASE("docs/porting.md: the seed's model is the zoo's, and it is planned") {
   CHECK(ipu::plan_v<model_t, ipu::mk2, half_partials>.fits);
   const auto& table = ipu::node_table_v<placed_t>;
   CHECK(table[static_cast<std::size_t>(ipu::find_node(table, "stem.conv1"))].ipu == 0);
-  CHECK(table[static_cast<std::size_t>(ipu::find_node(table, "dense1"))].ipu == 3);
+  CHECK(table[static_cast<std::size_t>(ipu::find_node(table, "dense1"))].ipu == 2);  // three of the four suffice
 }
 
 TEST_CASE("docs/porting.md: a sharded graph computes what the unsharded one does") {

@@ -293,9 +293,9 @@ void stress(std::chrono::milliseconds budget) {
 }  // namespace
 
 TEST_CASE("run stress: producers fail, consumers leave, channels are destroyed; nothing is lost or reordered (fast)") {
-  stress<ipu::execution_mode::fast>(std::chrono::milliseconds(3000));
+  stress<ipu::execution_mode::fast>(std::chrono::milliseconds(2000));
 }
 
 TEST_CASE("run stress: producers fail, consumers leave, channels are destroyed; nothing is lost or reordered (faithful)") {
-  stress<ipu::execution_mode::faithful>(std::chrono::milliseconds(1500));
+  stress<ipu::execution_mode::faithful>(std::chrono::milliseconds(1000));
 }

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -123,24 +124,13 @@ consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N
                                                       atom_of[static_cast<std::size_t>(src)] != atom_of[static_cast<std::size_t>(j)];
   // The codelets an IPU loads are those of the ops it runs: bit k of a node's mask is the k-th
   // distinct op on the tiles (ops past the 64th are charged to every IPU).
-  std::array<op, N> kinds{};
-  int kind_count = 0;
+  const tile_ops<N> ops = ops_on_tiles(*p.table, -1);
   std::array<std::uint64_t, N> op_bit{};
-  for (int j = 0; j < static_cast<int>(N); ++j) {
-    const node& n = p.at(j);
-    if (n.on_host() || n.kind == op_of<ops::input>) continue;
-    int k = 0;
-    while (k < kind_count && !(kinds[static_cast<std::size_t>(k)] == n.kind)) ++k;
-    if (k == kind_count) kinds[static_cast<std::size_t>(kind_count++)] = n.kind;
-    if (k < 64) op_bit[static_cast<std::size_t>(j)] = std::uint64_t{1} << k;
-  }
+  for (std::size_t j = 0; j < N; ++j)
+    if (ops.of[j] >= 0 && ops.of[j] < 64) op_bit[j] = std::uint64_t{1} << ops.of[j];
   const fixed_costs& fixed = p.opts.fixed;
-  const std::int64_t base = fixed.runtime_bytes + std::max(0, kind_count - 64) * fixed.codelet_bytes;
-  const auto codelets = [&](std::uint64_t mask) {
-    std::int64_t count = 0;
-    for (; mask != 0; mask &= mask - 1) ++count;
-    return count * fixed.codelet_bytes;
-  };
+  const std::int64_t base = fixed.runtime_bytes + std::max(0, ops.count - 64) * fixed.codelet_bytes;
+  const auto codelets = [&](std::uint64_t mask) { return std::popcount(mask) * fixed.codelet_bytes; };
   // Per node: cycles, always-live upper bound, and the bound of its step's not-always-live bytes.
   std::array<std::int64_t, N> cycles{}, always{}, step{};
   const std::array<int, N> last = last_use(*p.table);

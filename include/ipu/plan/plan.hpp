@@ -518,19 +518,28 @@ constexpr void plan_fusion(plan<N, Ipus>& p) {
   }
 }
 
-/// The distinct ops of the nodes in `table` on IPU `ipu` (every IPU when `ipu < 0`), the
-/// input excepted.
+/// The distinct ops that run on the tiles of IPU `ipu` (of every IPU when `ipu < 0`): those
+/// whose codelets the IPU loads. The input and host steps run none.
 template <std::size_t N>
-constexpr int distinct_ops(const std::array<node, N>& table, int ipu) noexcept {
-  std::array<op, N> seen{};
-  int count = 0;
-  for (const node& n : table) {
-    if ((ipu >= 0 && n.ipu != ipu) || n.kind == op_of<ops::input>) continue;
-    bool known = false;
-    for (int k = 0; k < count && !known; ++k) known = seen[static_cast<std::size_t>(k)] == n.kind;
-    if (!known) seen[static_cast<std::size_t>(count++)] = n.kind;
+struct tile_ops {
+  std::array<op, N> kinds{};  ///< in the order of their first node
+  int count = 0;              ///< how many
+  std::array<int, N> of{};    ///< each node's index in `kinds`; -1 for a node that runs none there
+};
+
+template <std::size_t N>
+constexpr tile_ops<N> ops_on_tiles(const std::array<node, N>& table, int ipu) noexcept {
+  tile_ops<N> result;
+  for (std::size_t j = 0; j < N; ++j) {
+    const node& n = table[j];
+    result.of[j] = -1;
+    if ((ipu >= 0 && n.ipu != ipu) || n.on_host() || n.kind == op_of<ops::input>) continue;
+    int k = 0;
+    while (k < result.count && !(result.kinds[static_cast<std::size_t>(k)] == n.kind)) ++k;
+    if (k == result.count) result.kinds[static_cast<std::size_t>(result.count++)] = n.kind;
+    result.of[j] = k;
   }
-  return count;
+  return result;
 }
 
 /// Everything but the IPUs' memory, which `plan_ipu` adds, one IPU per constant evaluation.
@@ -558,7 +567,7 @@ consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_s
       return p;
     }
   for (int j = 0; j < static_cast<int>(N); ++j) place_node(p, j);
-  for (int i = 0; i < Ipus; ++i) p.codelets[static_cast<std::size_t>(i)] = distinct_ops(table, i);
+  for (int i = 0; i < Ipus; ++i) p.codelets[static_cast<std::size_t>(i)] = ops_on_tiles(table, i).count;
   // Who holds what until when. An IPU holds a node's output from its step to its last reader
   // there (a host step reading it included); a copy from another IPU or from the host, from
   // the producing step on. Only IPU-to-IPU copies need a send buffer: the host link reads and

@@ -1,7 +1,7 @@
 // The convolution kernels, through graphs of one or two layers: kernel sizes 1, 3, 5 and 7,
 // strides 1 and 2, dense and grouped convs (2 and 4 groups, depthwise), odd and 1x1 spatial
-// sizes, channel counts that are not multiples of 4, conv + batch norm (+ relu), and serial
-// slices. Every graph runs in f32 and in f16 with f32 partials, on targets of 4, 16 and 64
+// sizes, channel counts that are not multiples of 4, conv + batch norm (+ relu), serial
+// slices, and serial phases over kernel taps and input channels. Every graph runs in f32 and in f16 with f32 partials, on targets of 4, 16 and 64
 // tiles so that several tile mappings and channel splits are exercised, and each run is
 // checked three ways:
 //   - against the double-precision reference (tests/support/reference.hpp), to 1e-5 in f32
@@ -71,14 +71,39 @@ template <class T> using depthwise_bn = decltype(ipu::input<T, 1, 7, 7, 6> | nn:
 
 template <class T> using k3_64 = decltype(ipu::input<T, 2, 8, 8, 16> | nn::conv<64, 3>);
 
-/// A transient bound of 1% of a tile (6 KiB): the convs run in serial slices.
-constexpr ipu::options tight{.available_memory_proportion = {1, 100}};
+/// Transient bounds of 4% of a tile for f32 (24 KiB) and 2% for f16 (12 KiB): the conv's
+/// weights fit, its windows and partials only in serial slices.
+constexpr ipu::options tight{.available_memory_proportion = {4, 100}};
+constexpr ipu::options tight_half{.available_memory_proportion = {2, 100}};
 template <class T> using sliced = decltype(ipu::input<T, 2, 8, 8, 16> | nn::conv<32, 3> | nn::batch_norm);
 
-static_assert(ipu::plan_v<sliced<ipu::f32>, small_target<4>, tight>.nodes[1].step.serial > 1,
+/// A bound of 0.1% of a tile (638 bytes): no conv here meets it with slices alone, so each
+/// runs one kernel tap per phase, or splits its input channels into parts, or both.
+constexpr ipu::options starved{.available_memory_proportion = {1, 1000}};
+constexpr ipu::options starved_half{.available_memory_proportion = {1, 1000}, .partials = ipu::dtype::f16};
+template <class T> using phased_k3 = decltype(ipu::input<T, 2, 7, 7, 24> | nn::conv<12, 3>);
+template <class T> using phased_k3_s2 = decltype(ipu::input<T, 2, 9, 9, 16> | nn::conv<8, 3, 2> | nn::batch_norm);
+template <class T> using phased_grouped = decltype(ipu::input<T, 2, 6, 6, 32> | nn::conv<32, 3, 1, 4>);
+template <class T> using parted_k1 = decltype(ipu::input<T, 2, 6, 6, 96> | nn::conv<24, 1>);
+template <class T> using parted_k1_s2 = decltype(ipu::input<T, 2, 9, 9, 64> | nn::conv<16, 1, 2> | nn::relu);
+template <class T> using parted_dense = decltype(ipu::input<T, 4, 1, 1, 256> | nn::global_avg_pool | nn::dense<10>);
+
+/// The step model of node `j` of `G`'s plan on 4 tiles with `Opts`, when it meets the bound.
+template <class G, ipu::options Opts>
+constexpr ipu::step_model step_of(std::size_t j) {
+  const ipu::node_plan& np = ipu::plan_v<G, small_target<4>, Opts>.nodes[j];
+  return np.over_bound ? ipu::step_model{} : np.step;
+}
+static_assert(step_of<sliced<ipu::f32>, tight>(1).serial > 1 && step_of<sliced<ipu::f32>, tight>(1).phases_per_slice() == 1,
               "the sliced test must run its conv in serial slices");
-static_assert(ipu::plan_v<sliced<ipu::f16>, small_target<4>, tight>.nodes[1].step.serial > 1,
+static_assert(step_of<sliced<ipu::f16>, tight_half>(1).serial > 1 &&
+                  step_of<sliced<ipu::f16>, tight_half>(1).phases_per_slice() == 1,
               "the sliced test must run its conv in serial slices");
+// A 3x3 kernel runs one tap per phase; a 1x1 kernel splits its input channels.
+static_assert(step_of<phased_k3<ipu::f32>, starved>(1).taps == 9 && step_of<phased_k3<ipu::f16>, starved_half>(1).taps == 9);
+static_assert(step_of<phased_k3_s2<ipu::f32>, starved>(1).taps == 9 && step_of<phased_grouped<ipu::f32>, starved>(1).taps == 9);
+static_assert(step_of<parted_k1<ipu::f32>, starved>(1).in_parts > 1 && step_of<parted_k1_s2<ipu::f16>, starved>(1).in_parts > 1);
+static_assert(step_of<parted_dense<ipu::f32>, starved>(2).in_parts > 1);
 
 }  // namespace
 
@@ -110,5 +135,19 @@ TEST_CASE("convs on 64 tiles match the reference") {
 
 TEST_CASE("convs run in serial slices match the reference") {
   check<sliced<ipu::f32>, small_target<4>, tight>(1e-5);
-  check<sliced<ipu::f16>, small_target<4>, tight>(1e-2);
+  check<sliced<ipu::f16>, small_target<4>, tight_half>(1e-2);
+}
+
+TEST_CASE("convs run in phases over kernel taps and input channels match the reference, bit for bit in both modes") {
+  using target = small_target<4>;
+  check<phased_k3<ipu::f32>, target, starved>(1e-5);
+  check<phased_k3<ipu::f16>, target, starved>(1e-2);
+  check<phased_k3<ipu::f16>, target, starved_half>(2e-2);
+  check<phased_k3_s2<ipu::f32>, target, starved>(1e-5);
+  check<phased_grouped<ipu::f32>, target, starved>(1e-5);
+  check<phased_grouped<ipu::f16>, target, starved>(1e-2);
+  check<parted_k1<ipu::f32>, target, starved>(1e-5);
+  check<parted_k1_s2<ipu::f16>, target, starved>(1e-2);
+  check<parted_dense<ipu::f32>, target, starved>(1e-5);
+  check<parted_dense<ipu::f16>, target, starved_half>(2e-2);
 }

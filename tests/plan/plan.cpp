@@ -188,7 +188,8 @@ TEST_CASE("group convolutions split groups across tiles") {
 }
 
 TEST_CASE("a proportion no split can meet falls back to the smallest split and warns") {
-  constexpr ipu::options starved{.available_memory_proportion = {1, 1000}};
+  // 6 bytes: less than one partial sum and its weights, whatever the split.
+  constexpr ipu::options starved{.available_memory_proportion = {1, 100000}};
   constexpr auto& p = ipu::plan_v<small_t, tiny, starved>;
   REQUIRE(p.warnings > 0);
   int warned = 0;
@@ -197,13 +198,19 @@ TEST_CASE("a proportion no split can meet falls back to the smallest split and w
     if (!np.over_bound) continue;
     ++warned;
     CHECK(np.transient_max.total() > np.transient_bound);
-    CHECK(np.transient_bound == 638976 / 1000);
-    // No serial split gives fewer bytes: one unit per slice.
+    CHECK(np.transient_bound == 638976 / 100000);
+    // No serial split gives fewer bytes: one unit per slice, and no fewer bytes without phases.
     const int64_t units = np.work.units.max_elements_per_tile();
     CHECK(np.step.serial >= units);
     ipu::step_model fewer = np.step;
     fewer.serial = np.step.serial / 2;
     CHECK(ipu::transient_on(fewer, units).total() >= np.transient_max.total());
+    ipu::step_model unphased = np.step;
+    unphased.taps = unphased.in_parts = 1;
+    const ipu::tensor_mapping m =
+        ipu::ops::fit_slices(unphased, p.at(j).out.channels(), p.at(j).in.channels() / unphased.in_channels,
+                             np.transient_bound, tiny::chip);
+    CHECK(ipu::transient_on(unphased, m.units.max_elements_per_tile()).total() >= np.transient_max.total());
   }
   CHECK(warned == p.warnings);
   // The default proportion meets the bound everywhere in this small model.

@@ -33,7 +33,8 @@ inline std::string describe(std::span<const ipu::node> nodes, std::span<const ip
     os << " | " << n.path.view() << ' ' << ipu::name_of(n.kind);
     n.kind.info->describe(os, n.layer);
     os << ' ' << n.out << " {tiles " << p.output.tiles() << ", blocks " << p.output.blocks;
-    if (p.step.kind == ipu::step_kind::conv) os << ", serial " << p.step.serial;
+    if (p.step.kind == ipu::step_kind::conv)
+      os << ", serial " << p.step.serial << ", taps " << p.step.taps << ", channel parts " << p.step.in_parts;
     if (p.step.kind == ipu::step_kind::remap) os << ", remap";
     os << '}';
   }

@@ -7,8 +7,10 @@
 /// input channel — each product added by one `madd` (fused when the target has FMA) into `Acc`
 /// (f32 partials by default, f16 when the options say so), then the bias added and the result
 /// rounded to `T`. `packed_conv` computes the same sums with vector instructions. The order does not depend on how
-/// positions are grouped into calls, which is what keeps the faithful and fast executors
-/// bit-identical whatever the tiles, work items or host threads.
+/// positions are grouped into calls, nor on a split of the sum into calls over consecutive taps
+/// or channels (`conv_accumulate`, `conv_tap_accumulate`, then `conv_store`) that continue the
+/// same partials, which is what keeps the faithful and fast executors bit-identical whatever
+/// the tiles, serial phases, work items or host threads.
 
 #include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
@@ -80,6 +82,50 @@ void conv_pointwise(const window_geometry& g, image_view<T> in, weight_view<W> w
 }
 }  // namespace detail
 
+/// Adds the products of output positions `[begin, end)` (over all images, row-major) of one
+/// block of `channels` output channels to `partials` (`(end - begin) * channels` values of
+/// `Acc`), in kernel-row, kernel-column, input-channel order. `in` views the input channels
+/// `w` reads (`w.in_channels` of them, contiguous in each pixel).
+template <class T, class Acc, class W>
+void conv_accumulate(const window_geometry& g, image_view<T> in, weight_view<W> w, std::int64_t channels,
+                     std::int64_t begin, std::int64_t end, Acc* partials) noexcept {
+  if (g.kernel == 1 && g.stride == 1) {
+    detail::conv_pointwise(g, in, w, channels, begin, end, partials);
+    return;
+  }
+  for (std::int64_t p = begin; p < end; ++p) {
+    Acc* acc = partials + (p - begin) * channels;
+    for_each_tap(g, in, p, [&](std::int64_t kh, std::int64_t kw, const T* x) {
+      for (std::int64_t ci = 0; ci < w.in_channels; ++ci)
+        detail::axpy(acc, widen(x[ci]), w.row(kh, kw, g.kernel, ci), channels);
+    });
+  }
+}
+
+/// As `conv_accumulate`, for one tap `(kh, kw)`: `x` holds, for each position, the
+/// `in_channels` input values the tap reads (`x[(p - begin) * in_channels + ci]`), and `w`
+/// their `in_channels` rows of `channels` weights. Positions whose tap falls in the padding
+/// add nothing.
+template <class T, class Acc, class W>
+void conv_tap_accumulate(const window_geometry& g, std::int64_t kh, std::int64_t kw, const T* x,
+                         std::int64_t in_channels, const W* w, std::int64_t channels, std::int64_t begin,
+                         std::int64_t end, Acc* partials) noexcept {
+  for (std::int64_t p = begin; p < end; ++p) {
+    if (g.tap_pixel(p, kh, kw) < 0) continue;
+    Acc* acc = partials + (p - begin) * channels;
+    const T* xp = x + (p - begin) * in_channels;
+    for (std::int64_t ci = 0; ci < in_channels; ++ci) detail::axpy(acc, widen(xp[ci]), w + ci * channels, channels);
+  }
+}
+
+/// Rounds `count` positions of partials (plus `bias`, null or `channels` values) to `T`:
+/// position `i` to `out[i * out_stride + co]`.
+template <class T, class Acc, class W>
+void conv_store(const Acc* partials, const W* bias, std::int64_t channels, std::int64_t count, T* out,
+                std::int64_t out_stride) noexcept {
+  for (std::int64_t i = 0; i < count; ++i) detail::store(partials + i * channels, bias, channels, out + i * out_stride);
+}
+
 /// Output positions `[begin, end)` (over all images, row-major) of one block of `channels`
 /// output channels: `out[(p - begin) * out_stride + co]`. `in` views the block's input
 /// channels (`w.in_channels` of them, contiguous in each pixel); `partials` holds
@@ -88,19 +134,8 @@ template <class T, class Acc, class W>
 void conv(const window_geometry& g, image_view<T> in, weight_view<W> w, std::int64_t channels, const W* bias,
           std::int64_t begin, std::int64_t end, Acc* partials, T* out, std::int64_t out_stride) noexcept {
   std::fill(partials, partials + (end - begin) * channels, Acc{});
-  if (g.kernel == 1 && g.stride == 1) {
-    detail::conv_pointwise(g, in, w, channels, begin, end, partials);
-  } else {
-    for (std::int64_t p = begin; p < end; ++p) {
-      Acc* acc = partials + (p - begin) * channels;
-      for_each_tap(g, in, p, [&](std::int64_t kh, std::int64_t kw, const T* x) {
-        for (std::int64_t ci = 0; ci < w.in_channels; ++ci)
-          detail::axpy(acc, widen(x[ci]), w.row(kh, kw, g.kernel, ci), channels);
-      });
-    }
-  }
-  for (std::int64_t p = begin; p < end; ++p)
-    detail::store(partials + (p - begin) * channels, bias, channels, out + (p - begin) * out_stride);
+  conv_accumulate(g, in, w, channels, begin, end, partials);
+  conv_store(partials, bias, channels, end - begin, out, out_stride);
 }
 
 }  // namespace ipu::kernels

@@ -8,7 +8,9 @@
 /// of a grouped conv, else the split with the fewest transient bytes), units of one position
 /// x one block mapped linearly over the tiles; each working tile receives the weights of its
 /// blocks and the input windows of its positions, and holds partials; serial slices halve a
-/// tile's units until its transients meet `available_memory_proportion`.
+/// tile's units until its transients meet `available_memory_proportion`, and where slices
+/// alone cannot, serial phases over the kernel taps and the input channels shrink the weights
+/// and windows each phase receives.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/ops/op.hpp>
@@ -19,8 +21,31 @@ namespace ipu::ops {
 
 struct matmul_kernel;  // the kernel of conv and dense: ipu/ops/kernels/conv.hpp
 
+/// Sets the channel blocks of `s` (`split_channels`) and the fewest serial slices (1, 2, 4,
+/// ...) whose transients meet `bound`, or one unit per slice; returns its mapping.
+constexpr tensor_mapping fit_slices(step_model& s, std::int64_t filters, std::int64_t groups, std::int64_t bound,
+                                    const chip_spec& chip) noexcept {
+  const channel_blocks cb = split_channels(s, filters, groups, chip);
+  s.blocks = cb.blocks;
+  s.block_channels = cb.channels;
+  const tensor_mapping m = map_units(s, chip);
+  const std::int64_t units = m.units.max_elements_per_tile();
+  s.serial = 1;
+  while (transient_on(s, units).total() > bound && s.serial < units) s.serial *= 2;
+  return m;
+}
+
 /// Plans a conv-like step (`conv`, `dense`): `groups` blocks at least, a `kernel` x `kernel`
 /// window at `stride`, a bias per output channel when `bias`.
+///
+/// The search, in PopLibs' terms: output channel blocks (`split_channels`), then serial splits
+/// of the output positions; when no such plan meets `available_memory_proportion`, also serial
+/// splits of the kernel taps and of the input channels (`step_model::taps`, `in_parts`), which
+/// shrink the weights and the window a phase receives. The plan with the fewest phases that
+/// meets the bound wins (the fewest bytes among those); if none meets it, the fewest bytes, and
+/// the plan warns, as Poplar does. Parallel splits of the input channels or the kernel, whose
+/// partial sums Poplar reduces across tiles, would change the order of each output's sum, so
+/// the plan does not use them (`plan/model.hpp`).
 constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t groups, std::int64_t kernel,
                            std::int64_t stride, bool bias) noexcept {
   const node& n = in.n;
@@ -31,18 +56,37 @@ constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t gr
   s.kernel = kernel;
   s.stride = stride;
   s.bias = bias;
-  const channel_blocks cb = split_channels(s, n.out.channels(), groups, in.chip);
-  s.blocks = cb.blocks;
-  s.block_channels = cb.channels;
-  np.output = np.work = map_units(s, in.chip);
-  // The fewest serial slices whose transients meet the bound; if none does, one unit per
-  // slice, the fewest bytes. Slices run as a loop over one compute set, as PopLibs' serial
-  // splits do, so they add no vertex state.
   np.transient_bound = in.opts.available_memory_proportion.of(in.chip.bytes_per_tile);
-  const std::int64_t units = np.work.units.max_elements_per_tile();
-  s.serial = 1;
-  while (transient_on(s, units).total() > np.transient_bound && s.serial < units) s.serial *= 2;
-  np.over_bound = transient_on(s, units).total() > np.transient_bound;
+  const std::int64_t filters = n.out.channels(), bound = np.transient_bound;
+  np.output = np.work = fit_slices(s, filters, groups, bound, in.chip);
+  const auto bytes_of = [&](const step_model& c, const tensor_mapping& m) {
+    return transient_on(c, m.units.max_elements_per_tile()).total();
+  };
+  std::int64_t best_bytes = bytes_of(s, np.work);
+  if (best_bytes > bound) {
+    // Slices run as a loop over one compute set, as PopLibs' serial splits do, so they add no
+    // vertex state. Channel parts need one tap per phase unless the kernel is 1x1, so a
+    // larger kernel always runs one tap per phase here.
+    const auto consider = [&](std::int64_t taps, std::int64_t parts) {
+      step_model c = s;
+      c.taps = taps;
+      c.in_parts = parts;
+      const tensor_mapping m = fit_slices(c, filters, groups, bound, in.chip);
+      const std::int64_t bytes = bytes_of(c, m);
+      const bool fits = bytes <= bound, best_fits = best_bytes <= bound;
+      const bool better = fits != best_fits ? fits
+                          : fits            ? c.phases() < s.phases() || (c.phases() == s.phases() && bytes < best_bytes)
+                                            : bytes < best_bytes;
+      if (better) s = c, np.output = np.work = m, best_bytes = bytes;
+    };
+    const std::int64_t channels = s.in_channels, taps = kernel * kernel;
+    for (std::int64_t d = 1; d * d <= channels; ++d) {
+      if (channels % d != 0) continue;
+      if (taps > 1 || d > 1) consider(taps, d);
+      if (d * d != channels) consider(taps, channels / d);
+    }
+  }
+  np.over_bound = best_bytes > bound;
 }
 
 /// 2-D convolution (`nn::conv<Filters, Kernel, Stride, Groups>`).

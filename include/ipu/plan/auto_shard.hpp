@@ -103,7 +103,7 @@ struct placement {
   std::array<int, A> ipu{};
   bool found = true;
   std::int64_t failed_bytes = 0; ///< the upper bound of the blamed step's atom alone
-  int blamed_node = 0;           ///< the node whose step needs the most memory
+  int blamed_node = 0;           ///< the layer of the one-IPU plan's peak (`require_fit`'s)
 };
 
 /// Splits the atoms (node counts `sizes`, after the input node) of the unplaced plan `p` over
@@ -195,13 +195,21 @@ consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N
   }
   std::array<int, A> assign{};
   const int runs = alone ? fill(hi, assign) : ipus + 1;  // the fewest runs that fit
-  if (runs > ipus) {  // blame the step that needs the most, with its atom's always-live bytes
+  if (runs > ipus) {
+    // Blame the layer of the one-IPU plan's peak, the layer require_fit names (or, when the
+    // peak is always-live memory, the step whose bound is largest), with its atom's bound.
     result.found = false;
-    for (int j = 0; j < static_cast<int>(N); ++j) {
+    const auto need_of = [&](int j) {
       const std::size_t a = static_cast<std::size_t>(atom_of[static_cast<std::size_t>(j)]);
-      const std::int64_t need = base + codelets(atom_ops[a]) + atom_always[a] + step[static_cast<std::size_t>(j)];
-      if (need > result.failed_bytes) result.failed_bytes = need, result.blamed_node = j;
+      return base + codelets(atom_ops[a]) + atom_always[a] + step[static_cast<std::size_t>(j)];
+    };
+    if (const int peak = p.ipus[0].peak_step; peak >= 0) {
+      result.blamed_node = p.steps[static_cast<std::size_t>(peak)].node;
+      result.failed_bytes = need_of(result.blamed_node);
+      return result;
     }
+    for (int j = 0; j < static_cast<int>(N); ++j)
+      if (const std::int64_t need = need_of(j); need > result.failed_bytes) result.failed_bytes = need, result.blamed_node = j;
     return result;
   }
   while (lo < hi) {

@@ -52,9 +52,10 @@ constexpr std::int64_t exchange_cycles(std::int64_t bytes, const chip_spec& chip
 constexpr step_cycles cycles_of(const node& n, const node_plan& p, const chip_spec& chip, const options& opts) noexcept {
   step_cycles c;
   c.compute = compute_cycles(n, p, chip);
-  c.exchange = exchange_cycles(p.transient_max.exchange, chip);
-  // A compute and an exchange phase per serial slice, each ended by an IPU-wide sync.
-  const std::int64_t phases = n.input_count == 0 ? 0 : (p.step.kind == step_kind::conv ? p.step.serial : 1);
+  // A step in phases over kernel taps or input channels receives a phase's buffers in each.
+  c.exchange = exchange_cycles(p.transient_max.exchange * (p.step.kind == step_kind::conv ? p.step.phases_per_slice() : 1), chip);
+  // A compute and an exchange phase per serial slice and phase, each ended by an IPU-wide sync.
+  const std::int64_t phases = n.input_count == 0 ? 0 : p.step.phases();
   c.sync = 2 * phases * opts.cycles.sync_cycles;
   if (p.sends && chip.link_bytes_per_s > 0)
     c.link = mul_div_up(n.out.elements() * size_of(n.type), chip.clock_hz, chip.link_bytes_per_s);

@@ -23,8 +23,19 @@
 /// for an add whose operands are stored differently, its share of the shortcut; (b)
 /// temporaries: the partial sums of the outputs it is computing, in the partials type. Both
 /// are upper bounds written as functions of the number of units the tile holds, so the fullest
-/// tile is the one with the most units. A conv may run its units in `serial`
-/// slices, dividing the window and the partials (not the weights) by up to `serial`.
+/// tile is the one with the most units.
+///
+/// **Serial splits.** A conv may run its units in `serial` slices, dividing the window and the
+/// partials (not the weights) by up to `serial`; and each slice in `taps x in_parts` phases,
+/// as PopLibs' serial splits of the kernel and the input channels: phase `(tap, part)` receives
+/// the weights of one kernel tap (of all taps when `taps` is 1) and one part of the input
+/// channels, and the input those read, and adds their products to the partials, which stay on
+/// the tile from the first phase to the last. One tap's input is one pixel per output position,
+/// so the window of a phase of one tap (and of any 1x1 conv or dense layer) is `positions x
+/// channels`, with no halo and no rows skipped by a stride.
+/// The phases run in the order each output's sum is defined in (kernel row, kernel column,
+/// input channel, `kernels/conv.hpp`), so a split changes memory and time but not one bit of
+/// the result: channel parts need one tap per phase unless the kernel is 1x1.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/core/dtype.hpp>
@@ -73,7 +84,23 @@ struct step_model {
   std::int64_t element_bytes = 2;   ///< bytes of one element of the step's element type
   std::int64_t partial_bytes = 4;   ///< bytes of one partial sum, in `options::partials`
   std::int64_t serial = 1;          ///< serial slices a tile's units run in (conv, dense)
+  /// Kernel taps split into phases (conv): 1 (all taps in each phase) or `kernel * kernel`
+  /// (one tap per phase).
+  std::int64_t taps = 1;
+  std::int64_t in_parts = 1;        ///< equal parts of `in_channels`, one per phase (conv, dense)
   bool bias = false;                ///< dense: each block also receives its bias
+
+  /// Phases of each serial slice: `taps * in_parts`.
+  constexpr std::int64_t phases_per_slice() const noexcept { return taps * in_parts; }
+  /// Exchange and compute phases of the step: `serial * taps * in_parts` for a conv, else 1.
+  constexpr std::int64_t phases() const noexcept { return kind == step_kind::conv ? serial * phases_per_slice() : 1; }
+  /// Input channels one phase reads: `in_channels / in_parts`.
+  constexpr std::int64_t phase_channels() const noexcept { return in_channels / in_parts; }
+  /// Kernel taps one phase applies: `kernel * kernel / taps`.
+  constexpr std::int64_t phase_taps() const noexcept { return kernel * kernel / taps; }
+  /// True when a phase applies one tap (a 1x1 kernel, or one tap per phase): its window is
+  /// then one pixel per output position, the pixel the tap reads; otherwise whole input rows.
+  constexpr bool pixel_window() const noexcept { return phase_taps() == 1; }
 
   /// Equal when every field is equal, so the two steps need the same transients.
   constexpr bool operator==(const step_model&) const = default;
@@ -122,8 +149,11 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
       const std::int64_t blocks = std::min(s.blocks, runs_touched(units, s.positions));
       const std::int64_t slice_blocks = std::min(blocks, runs_touched(slice, s.positions));
       const std::int64_t slice_positions = std::min(slice, s.positions);
-      const std::int64_t weights = blocks * (s.kernel * s.kernel * s.in_channels + (s.bias ? 1 : 0)) * s.block_channels;
-      const std::int64_t window = slice_blocks * detail::window_elements(s, slice_positions);
+      const std::int64_t channels = s.phase_channels();
+      const std::int64_t weights = blocks * (s.phase_taps() * channels + (s.bias ? 1 : 0)) * s.block_channels;
+      const std::int64_t window =
+          slice_blocks * (s.pixel_window() ? slice_positions * channels
+                                           : detail::window_elements(s, slice_positions) / s.in_channels * channels);
       return {slice * s.block_channels * s.partial_bytes, (weights + window) * s.element_bytes};
     }
     case step_kind::window: {

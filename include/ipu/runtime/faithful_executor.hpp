@@ -12,7 +12,7 @@
 /// Each step is one BSP superstep on its IPU: an exchange phase that gathers what the step's
 /// vertices read into the exchange buffers of the tiles that work, a sync, a compute phase in
 /// which each tile computes the outputs mapped to it, and a sync (a conv with serial slices
-/// repeats exchange and compute per slice). The op's kernel (`ipu/ops/kernels/`) does both
+/// or phases repeats exchange and compute per phase, `step_model::phases`). The op's kernel (`ipu/ops/kernels/`) does both
 /// phases' work on each tile, through a `tile_context`. Exchange is a copy between tile images; a vertex is
 /// handed only pointers into its own tile, checked. An output read on another IPU is then
 /// gathered into a send buffer and copied over the IPU-Link into the reading IPU's copy.
@@ -56,7 +56,7 @@ class tile_context : public step_context<T, Acc> {
   using step_context<T, Acc>::p;
   using step_context<T, Acc>::index;
   const int tile;             ///< the tile
-  const std::int64_t slice;   ///< the serial slice (of a conv-like step; else 0)
+  const std::int64_t slice;   ///< the phase of a conv-like step (`step_model::phases`); else 0
   const std::int64_t first;  ///< the tile's first element of the output, in storage order
   const std::int64_t last;   ///< one past its last
 
@@ -192,7 +192,7 @@ class faithful_executor {
         exchange(j, t, 0);
       });
     });
-    const std::int64_t slices = p.step.kind == step_kind::conv ? p.step.serial : 1;
+    const std::int64_t slices = p.step.phases();
     for (std::int64_t s = 0; s < slices; ++s) {
       if (s > 0) team_.run([&](unsigned k) { for_owned_tiles(k, tiles_, [&](int t) { exchange(j, t, s); }); });
       team_.run([&](unsigned k) { for_owned_tiles(k, tiles_, [&](int t) { compute(j, t, s); }); });

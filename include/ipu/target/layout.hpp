@@ -156,6 +156,17 @@ struct window_geometry {
     };
     return {first_in(first_out), end_in(last_out)};
   }
+
+  /// The input pixel that tap `(kh, kw)` of output position `p` (over all images, row-major)
+  /// reads, as an index over all images' pixels (`(image * in_height + h) * in_width + w`);
+  /// -1 when the tap falls in the padding.
+  constexpr std::int64_t tap_pixel(std::int64_t p, std::int64_t kh, std::int64_t kw) const noexcept {
+    const std::int64_t per_image = positions_per_image();
+    const std::int64_t image = p / per_image, oh = p % per_image / out_width, ow = p % out_width;
+    const std::int64_t ih = oh * stride - pad_top + kh, iw = ow * stride - pad_left + kw;
+    if (ih < 0 || ih >= in_height || iw < 0 || iw >= in_width) return -1;
+    return (image * in_height + ih) * in_width + iw;
+  }
 };
 
 }  // namespace kernels

@@ -9,8 +9,10 @@
 /// - Fast mode, f16 partials: `kernels::conv` over chunks of 64 positions per output-channel
 ///   block, the weights block-major `[block][kh][kw][ci][bc]`.
 /// - Faithful mode: each working tile receives the weights (and bias) of the blocks it
-///   computes, then per serial slice the input windows of its positions, and runs
-///   `kernels::conv` on each run of units of one block.
+///   computes, then per serial slice the input windows of its positions, and runs the
+///   `kernels::conv` steps on each run of units of one block; a step split into phases over
+///   kernel taps and input channels (`step_model::taps`, `in_parts`) receives each phase's
+///   weights and window and continues the same partials.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/ops/conv.hpp>
@@ -111,74 +113,113 @@ struct matmul_kernel : kernel_base {
     }
   }
 
-  /// Gathers the weights (and bias) of each block the tile computes, once, then the input
-  /// windows of the slice's positions; the windows follow the weights.
+  /// Gathers the weights (and bias) of each block the tile computes, once, or in each phase
+  /// when the step has several per slice (`step_model::taps`, `in_parts`); then the input
+  /// windows of the slice's positions: whole rows of the phase's channels, or one pixel per
+  /// position for a phase of one tap (`step_model::pixel_window`). The windows follow the
+  /// weights.
   template <class Ctx>
   static void exchange(const Ctx& c) {
     using T = typename Ctx::value_type;
     const node& n = c.n;
     const node_plan& p = c.p;
+    const step_model& s = p.step;
     if (c.tile >= p.work.tiles() || p.work.units.elements_on(c.tile) == 0) return;
-    const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, k = p.step.kernel;
+    const std::int64_t bc = s.block_channels, cin = s.in_channels, ci = s.phase_channels(), taps = s.phase_taps();
+    const phase ph = phase_of(s, c.slice);
     const auto [per_block, b_first, b_last] = blocks_on(p, c.tile);
-    if (c.slice == 0)
+    if (c.slice == 0 || s.phases_per_slice() > 1)
       for (std::int64_t b = b_first; b <= b_last; ++b) {
         T* dst = c.exchange_buffer((b - b_first) * per_block, per_block);
-        for (std::int64_t r = 0; r < k * k * cin; ++r)
-          c.read_storage(c.weights(kernel_tensor), r * n.out.channels() + b * bc, bc, dst + r * bc);
-        if (p.step.bias) c.read_storage(c.weights(bias_tensor), b * bc, bc, dst + k * k * cin * bc);
+        for (std::int64_t t = 0; t < taps; ++t)
+          for (std::int64_t i = 0; i < ci; ++i) {
+            const std::int64_t row = ((s.taps > 1 ? ph.tap : t) * cin + ph.part * ci + i) * n.out.channels();
+            c.read_storage(c.weights(kernel_tensor), row + b * bc, bc, dst + (t * ci + i) * bc);
+          }
+        if (s.bias) c.read_storage(c.weights(bias_tensor), b * bc, bc, dst + taps * ci * bc);
       }
-    const auto [a, e] = slice_of(p, c.tile, c.slice);
+    const auto [a, e] = slice_of(p, c.tile, ph.slice);
     const kernels::window_geometry g = geometry_of(n);
     const auto& in = c.input(n.input());
     const bool grouped = n.kind == op_of<conv> && n.layer.groups > 1;
     std::int64_t at = (b_last - b_first + 1) * per_block;
     block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t) {
+      const std::int64_t first_channel = (grouped ? b * cin : 0) + ph.part * ci;
+      if (s.pixel_window()) {
+        T* dst = c.exchange_buffer(at, (p1 - p0) * ci);
+        for (std::int64_t q = p0; q < p1; ++q)
+          if (const std::int64_t pixel = g.tap_pixel(q, ph.tap / s.kernel, ph.tap % s.kernel); pixel >= 0)
+            c.read_channels(in, pixel, first_channel, ci, dst + (q - p0) * ci);
+        at += (p1 - p0) * ci;
+        return;
+      }
       const auto [r0, r1] = g.input_rows(p0, p1);
-      T* dst = c.exchange_buffer(at, (r1 - r0) * g.in_width * cin);
+      T* dst = c.exchange_buffer(at, (r1 - r0) * g.in_width * ci);
       for (std::int64_t r = r0; r < r1; ++r)
-        for (std::int64_t x = 0; x < g.in_width; ++x, dst += cin)
-          c.read_channels(in, r * g.in_width + x, grouped ? b * cin : 0, cin, dst);
-      at += (r1 - r0) * g.in_width * cin;
+        for (std::int64_t x = 0; x < g.in_width; ++x, dst += ci) c.read_channels(in, r * g.in_width + x, first_channel, ci, dst);
+      at += (r1 - r0) * g.in_width * ci;
     });
   }
 
-  /// `kernels::conv` on each run of the slice's units of one block, partials in the tile's
-  /// temporaries.
+  /// On each run of the slice's units of one block, adds the phase's products to the partials
+  /// in the tile's temporaries (`kernels::conv_accumulate`, `conv_tap_accumulate`), starting
+  /// from zero in the slice's first phase and rounding to the output in its last.
   template <class Ctx>
   static void compute(const Ctx& c) {
     using T = typename Ctx::value_type;
     using Acc = typename Ctx::partials_type;
     const node_plan& p = c.p;
+    const step_model& s = p.step;
     const std::int64_t u_begin = p.work.units.begin(c.tile);
-    const std::int64_t bc = p.step.block_channels, cin = p.step.in_channels, k = p.step.kernel;
+    const std::int64_t bc = s.block_channels, ci = s.phase_channels();
+    const phase ph = phase_of(s, c.slice);
+    const std::int64_t phase_index = c.slice % s.phases_per_slice();
+    const bool first = phase_index == 0, last = phase_index + 1 == s.phases_per_slice();
     const auto [per_block, b_first, b_last] = blocks_on(p, c.tile);
-    const auto [a, e] = slice_of(p, c.tile, c.slice);
+    const auto [a, e] = slice_of(p, c.tile, ph.slice);
     const kernels::window_geometry g = geometry_of(c.n);
     Acc* partials = c.partials((e - a) * bc);
     T* y = c.output();
     std::int64_t at = (b_last - b_first + 1) * per_block;
     block_runs(p, a, e, [&](std::int64_t b, std::int64_t p0, std::int64_t p1, std::int64_t u) {
-      const auto [r0, r1] = g.input_rows(p0, p1);
-      const std::int64_t window = (r1 - r0) * g.in_width * cin;
       const T* w = c.exchange_buffer((b - b_first) * per_block, per_block);
-      const kernels::image_view<T> in{c.exchange_buffer(at, window), r0, g.in_width * cin, cin};
-      kernels::conv<T, Acc, T>(g, in, kernels::weight_view<T>{w, cin, bc}, bc, p.step.bias ? w + k * k * cin * bc : nullptr,
-                               p0, p1, partials, y + (u - u_begin) * bc, bc);
-      at += window;
+      Acc* acc = partials + (u - a) * bc;
+      if (first) std::fill(acc, acc + (p1 - p0) * bc, Acc{});
+      if (s.pixel_window()) {
+        kernels::conv_tap_accumulate(g, ph.tap / s.kernel, ph.tap % s.kernel, c.exchange_buffer(at, (p1 - p0) * ci), ci, w,
+                                     bc, p0, p1, acc);
+        at += (p1 - p0) * ci;
+      } else {
+        const auto [r0, r1] = g.input_rows(p0, p1);
+        const std::int64_t window = (r1 - r0) * g.in_width * ci;
+        const kernels::image_view<T> in{c.exchange_buffer(at, window), r0, g.in_width * ci, ci};
+        kernels::conv_accumulate(g, in, kernels::weight_view<T>{w, ci, bc}, bc, p0, p1, acc);
+        at += window;
+      }
+      if (last) kernels::conv_store(acc, s.bias ? w + s.phase_taps() * ci * bc : nullptr, bc, p1 - p0, y + (u - u_begin) * bc, bc);
     });
   }
 
  private:
   /// A working tile's exchange layout: each block it computes has `per_block` elements of
-  /// weights (and bias) at the start of the buffer, blocks `[first, last]`.
+  /// weights (and bias) for the phase at the start of the buffer, blocks `[first, last]`.
   struct block_layout {
     std::int64_t per_block, first, last;
   };
   static block_layout blocks_on(const node_plan& p, int tile) noexcept {
-    const std::int64_t k = p.step.kernel;
-    const std::int64_t per_block = (k * k * p.step.in_channels + (p.step.bias ? 1 : 0)) * p.step.block_channels;
-    return {per_block, p.work.units.begin(tile) / p.step.positions, (p.work.units.end(tile) - 1) / p.step.positions};
+    const step_model& s = p.step;
+    const std::int64_t per_block = (s.phase_taps() * s.phase_channels() + (s.bias ? 1 : 0)) * s.block_channels;
+    return {per_block, p.work.units.begin(tile) / s.positions, (p.work.units.end(tile) - 1) / s.positions};
+  }
+
+  /// Phase `k` of a step (the executor's slice index): its serial slice, its tap (when the
+  /// step has one tap per phase) and its part of the input channels.
+  struct phase {
+    std::int64_t slice, tap, part;
+  };
+  static constexpr phase phase_of(const step_model& s, std::int64_t k) noexcept {
+    const std::int64_t in_slice = k % s.phases_per_slice();
+    return {k / s.phases_per_slice(), in_slice / s.in_parts, in_slice % s.in_parts};
   }
 
   /// Units `[begin, end)` of serial slice `k` of tile `tile`.

@@ -187,7 +187,31 @@ TEST_CASE("group convolutions split groups across tiles") {
   CHECK(elements == p.at(conv2).out.elements());
 }
 
-TEST_CASE("a proportion no split can meet falls back to the smallest split and warns") {
+// The fewest phases of a split of conv-like node `j` whose fullest tile's transients meet
+// `bound`, or -1: every split the planner may use (one tap per phase or all taps; the input
+// channels in any number of equal parts, with one tap per phase unless the kernel is 1x1),
+// each with the fewest serial slices meeting the bound.
+template <class Plan, class Target>
+int64_t fewest_phases_within(const Plan& p, int j, int64_t bound) {
+  const ipu::node_plan& np = p.plan_of(j);
+  const int64_t filters = p.at(j).out.channels(), channels = np.step.in_channels;
+  const int64_t groups = p.at(j).in.channels() / channels, taps = np.step.kernel * np.step.kernel;
+  int64_t fewest = -1;
+  for (const int64_t t : {int64_t{1}, taps})
+    for (int64_t parts = 1; parts <= channels; ++parts) {
+      if (channels % parts != 0 || (parts > 1 && t != taps && taps > 1)) continue;
+      ipu::step_model c = np.step;
+      c.taps = t;
+      c.in_parts = parts;
+      c.serial = 1;
+      const ipu::tensor_mapping m = ipu::ops::fit_slices(c, filters, groups, bound, Target::chip);
+      if (ipu::transient_on(c, m.units.max_elements_per_tile()).total() > bound) continue;
+      if (fewest < 0 || c.phases() < fewest) fewest = c.phases();
+    }
+  return fewest;
+}
+
+TEST_CASE("a proportion no split can meet warns, and the bound doubles until a split meets it, as in PopLibs") {
   // 6 bytes: less than one partial sum and its weights, whatever the split.
   constexpr ipu::options starved{.available_memory_proportion = {1, 100000}};
   constexpr auto& p = ipu::plan_v<small_t, tiny, starved>;
@@ -197,20 +221,17 @@ TEST_CASE("a proportion no split can meet falls back to the smallest split and w
     const ipu::node_plan& np = p.plan_of(j);
     if (!np.over_bound) continue;
     ++warned;
-    CHECK(np.transient_max.total() > np.transient_bound);
+    const int64_t bytes = np.transient_max.total();
+    CHECK(bytes > np.transient_bound);
     CHECK(np.transient_bound == 638976 / 100000);
-    // No serial split gives fewer bytes: one unit per slice, and no fewer bytes without phases.
-    const int64_t units = np.work.units.max_elements_per_tile();
-    CHECK(np.step.serial >= units);
-    ipu::step_model fewer = np.step;
-    fewer.serial = np.step.serial / 2;
-    CHECK(ipu::transient_on(fewer, units).total() >= np.transient_max.total());
-    ipu::step_model unphased = np.step;
-    unphased.taps = unphased.in_parts = 1;
-    const ipu::tensor_mapping m =
-        ipu::ops::fit_slices(unphased, p.at(j).out.channels(), p.at(j).in.channels() / unphased.in_channels,
-                             np.transient_bound, tiny::chip);
-    CHECK(ipu::transient_on(unphased, m.units.max_elements_per_tile()).total() >= np.transient_max.total());
+    CHECK(fewest_phases_within<decltype(p), tiny>(p, j, np.transient_bound) == -1);
+    // The first doubled bound the plan meets: no split meets the one before it, and the plan
+    // is the fastest within it.
+    int64_t bound = np.transient_bound;
+    while (bound < bytes) bound *= 2;
+    CAPTURE(j, bytes, bound);
+    CHECK(fewest_phases_within<decltype(p), tiny>(p, j, bound / 2) == -1);
+    CHECK(fewest_phases_within<decltype(p), tiny>(p, j, bound) == np.step.phases());
   }
   CHECK(warned == p.warnings);
   // The default proportion meets the bound everywhere in this small model.

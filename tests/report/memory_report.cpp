@@ -247,7 +247,7 @@ TEST_CASE("a tiny available memory proportion warns about exactly the layers ove
   check_every_tile(p, r);
   check_text(p, r);
   const std::string text = r.str();
-  REQUIRE(text.find("memory-minimising") != std::string::npos);
+  REQUIRE(text.find("the bound is doubled until one does") != std::string::npos);
   REQUIRE(text.find("1/100000") != std::string::npos);
 }
 

@@ -16,6 +16,7 @@
 #include <ipu/ops/op.hpp>
 
 #include <algorithm>
+#include <limits>
 
 namespace ipu::ops {
 
@@ -42,10 +43,13 @@ constexpr tensor_mapping fit_slices(step_model& s, std::int64_t filters, std::in
 /// of the output positions; when no such plan meets `available_memory_proportion`, also serial
 /// splits of the kernel taps and of the input channels (`step_model::taps`, `in_parts`), which
 /// shrink the weights and the window a phase receives. The plan with the fewest phases that
-/// meets the bound wins (the fewest bytes among those); if none meets it, the fewest bytes, and
-/// the plan warns, as Poplar does. Parallel splits of the input channels or the kernel, whose
-/// partial sums Poplar reduces across tiles, would change the order of each output's sum, so
-/// the plan does not use them (`plan/model.hpp`).
+/// meets the bound wins (the fewest bytes among those). If none meets it, the plan warns and,
+/// as PopLibs' planner does (`poplin::createPlan` in lib/poplin/ConvPlan.cpp, graphcore/poplibs
+/// 7eac0f26: "retry doubling temp memory a few times before aiming at minimum cycles without
+/// memory bound"), doubles the bound while it is below twice the tile's bytes, and then
+/// drops it. Parallel splits of the input channels or the kernel, whose partial sums Poplar
+/// reduces across tiles, would change the order of each output's sum, so the plan does not use
+/// them (`plan/model.hpp`).
 constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t groups, std::int64_t kernel,
                            std::int64_t stride, bool bias) noexcept {
   const node& n = in.n;
@@ -57,36 +61,51 @@ constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t gr
   s.stride = stride;
   s.bias = bias;
   np.transient_bound = in.opts.available_memory_proportion.of(in.chip.bytes_per_tile);
-  const std::int64_t filters = n.out.channels(), bound = np.transient_bound;
-  np.output = np.work = fit_slices(s, filters, groups, bound, in.chip);
-  const auto bytes_of = [&](const step_model& c, const tensor_mapping& m) {
-    return transient_on(c, m.units.max_elements_per_tile()).total();
-  };
-  std::int64_t best_bytes = bytes_of(s, np.work);
-  if (best_bytes > bound) {
-    // Slices run as a loop over one compute set, as PopLibs' serial splits do, so they add no
-    // vertex state. Channel parts need one tap per phase unless the kernel is 1x1, so a
-    // larger kernel always runs one tap per phase here.
+  const std::int64_t filters = n.out.channels();
+  const step_model unsplit = s;
+  // The plan with the fewest phases whose fullest tile's transients meet `bound` (the fewest
+  // bytes among those) into `s` and `np`; false, leaving them, if none does.
+  const auto fastest_within = [&](std::int64_t bound) {
+    step_model best{};
+    tensor_mapping best_mapping{};
+    std::int64_t best_bytes = -1;
     const auto consider = [&](std::int64_t taps, std::int64_t parts) {
-      step_model c = s;
+      step_model c = unsplit;
       c.taps = taps;
       c.in_parts = parts;
       const tensor_mapping m = fit_slices(c, filters, groups, bound, in.chip);
-      const std::int64_t bytes = bytes_of(c, m);
-      const bool fits = bytes <= bound, best_fits = best_bytes <= bound;
-      const bool better = fits != best_fits ? fits
-                          : fits            ? c.phases() < s.phases() || (c.phases() == s.phases() && bytes < best_bytes)
-                                            : bytes < best_bytes;
-      if (better) s = c, np.output = np.work = m, best_bytes = bytes;
+      const std::int64_t bytes = transient_on(c, m.units.max_elements_per_tile()).total();
+      if (bytes > bound) return;
+      if (best_bytes < 0 || c.phases() < best.phases() || (c.phases() == best.phases() && bytes < best_bytes))
+        best = c, best_mapping = m, best_bytes = bytes;
     };
-    const std::int64_t channels = s.in_channels, taps = kernel * kernel;
-    for (std::int64_t d = 1; d * d <= channels; ++d) {
-      if (channels % d != 0) continue;
-      if (taps > 1 || d > 1) consider(taps, d);
-      if (d * d != channels) consider(taps, channels / d);
+    consider(1, 1);
+    if (best_bytes < 0) {
+      // Slices run as a loop over one compute set, as PopLibs' serial splits do, so they add
+      // no vertex state. Channel parts need one tap per phase unless the kernel is 1x1, so a
+      // larger kernel always runs one tap per phase here.
+      const std::int64_t channels = unsplit.in_channels, taps = kernel * kernel;
+      for (std::int64_t d = 1; d * d <= channels; ++d) {
+        if (channels % d != 0) continue;
+        if (taps > 1 || d > 1) consider(taps, d);
+        if (d * d != channels) consider(taps, channels / d);
+      }
     }
+    if (best_bytes < 0) return false;
+    s = best;
+    np.output = np.work = best_mapping;
+    return true;
+  };
+  np.over_bound = !fastest_within(np.transient_bound);
+  if (np.over_bound) {
+    bool met = false;
+    std::int64_t bound = np.transient_bound;
+    do {
+      bound = std::max<std::int64_t>(bound, 1) * 2;
+      met = fastest_within(bound);
+    } while (!met && bound < 2 * in.chip.bytes_per_tile);
+    if (!met) fastest_within(std::numeric_limits<std::int64_t>::max());
   }
-  np.over_bound = best_bytes > bound;
 }
 
 /// 2-D convolution (`nn::conv<Filters, Kernel, Stride, Groups>`).

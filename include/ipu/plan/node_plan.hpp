@@ -45,7 +45,7 @@ struct node_plan {
   bool sends = false;                 ///< read on another IPU: a send buffer during its step (never for a host step)
   std::int64_t transient_bound = 0;   ///< available_memory_proportion x bytes per tile (conv, dense)
   transient_bytes transient_max{};    ///< transients of the fullest tile
-  bool over_bound = false;            ///< no split met the bound: the memory-minimising one is used
+  bool over_bound = false;            ///< no split met the bound, so it was doubled until one did (`ops::plan_matmul`)
   step_cycles cycles{};               ///< the step's estimated cycles
   step_buffers buffers{};             ///< where its transients are on each tile (`plan/allocation.hpp`)
   int fused_into = -1;  ///< fast mode: the convolution whose epilogue computes this node, or -1

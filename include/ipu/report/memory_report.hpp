@@ -63,7 +63,7 @@ struct memory_report_t {
   };
 
   /// A layer whose fullest tile needs more transients than the available memory proportion.
-  /// No split meets the bound, so the plan uses the one needing the fewest bytes, as Poplar does.
+  /// No split meets the bound, so the plan doubles it until one does, as PopLibs' planner does.
   struct bound_warning {
     int node = -1;                     ///< the layer's node index in the node table
     std::int64_t transient_bytes = 0;  ///< temporaries and exchange buffers of the layer's fullest tile
@@ -291,7 +291,7 @@ inline void print_ipu(std::ostream& os, const memory_report_t& r, const memory_r
   for (const rep::bound_warning& w : ir.warnings)
     os << "  warning: " << r.path_of(w.node) << ": its fullest tile needs " << grouped(w.transient_bytes)
        << " bytes of transients, over the available memory proportion " << amp.num << '/' << amp.den << " ("
-       << grouped(w.bound) << " bytes); no split meets it, so the memory-minimising split is used, as Poplar does\n";
+       << grouped(w.bound) << " bytes); no split meets it, so, as in PopLibs, the bound is doubled until one does\n";
 }
 
 }  // namespace detail

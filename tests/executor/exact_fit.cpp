@@ -108,3 +108,22 @@ TEST_CASE("exact fit: dense layers, and a target of many tiles") {
   check_exact_fit<decltype(dense_net), small_target<16>>(1e-5);
   check_exact_fit<decltype(grouped_net<ipu::f32>), small_target<64>>(1e-5);
 }
+
+TEST_CASE("exact fit: I/O tiles hold the runtime's code and nothing of the model") {
+  constexpr ipu::options io{.io_tiles = 4};
+  using G = decltype(grouped_net<ipu::f32>);
+  check_exact_fit<G, small_target<16>, io>(1e-5);
+  constexpr auto& p = ipu::plan_v<G, small_target<16>, io>;
+  STATIC_REQUIRE(p.ipus[0].peak_tile < 12);
+  for (int j = 0; j < static_cast<int>(p.size); ++j) {
+    INFO("node " << j);
+    CHECK(p.plan_of(j).output.tiles() <= 12);
+    CHECK(p.plan_of(j).work.tiles() <= 12);
+  }
+  for (int t = 12; t < 16; ++t) {
+    INFO("tile " << t);
+    CHECK(p.always_live_on(0, t).weights == 0);
+    CHECK(p.dynamic_base(0, t) == ipu::aligned(p.shared_code_on(0)));
+    CHECK(p.extent_on(0, t) == p.dynamic_base(0, t));
+  }
+}

@@ -116,6 +116,7 @@ TEST_CASE("the plan allocates every buffer without overlap, and its peak is the 
   check_against_brute_force(ipu::plan_v<small_t, tiny>);
   check_against_brute_force(ipu::plan_v<small_t, ipu::mk2>);
   check_against_brute_force(ipu::plan_v<small_t, tiny, ipu::options{.available_memory_proportion = {1, 100}}>);
+  check_against_brute_force(ipu::plan_v<small_t, tiny, ipu::options{.io_tiles = 5}>);
   check_against_brute_force(ipu::plan_v<ipu::models::resnext<ipu::f32, 1, 50, 1, 64, 3, 10, 64>, tiny>);
 }
 

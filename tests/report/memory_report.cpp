@@ -251,6 +251,23 @@ TEST_CASE("a tiny available memory proportion warns about exactly the layers ove
   REQUIRE(text.find("1/100000") != std::string::npos);
 }
 
+TEST_CASE("with I/O tiles the report names them, and they hold only code", "[report][memory]") {
+  using target = tiny<2>;
+  constexpr ipu::options opts{.io_tiles = 3};
+  constexpr auto& p = ipu::plan_v<split_t, target, opts>;
+  const report r = ipu::memory_report<split_t, target, opts>();
+  check_structure(p, r);
+  check_every_tile(p, r);
+  check_text(p, r);
+  REQUIRE(r.str().find("(3 of them I/O tiles)") != std::string::npos);
+  for (int i = 0; i < target::ipus; ++i)
+    for (int t = target::chip.tiles - 3; t < target::chip.tiles; ++t) {
+      INFO("IPU " << i << " tile " << t);
+      CHECK(p.always_live_on(i, t).weights == 0);
+      CHECK(p.extent_on(i, t) == p.dynamic_base(i, t));
+    }
+}
+
 TEST_CASE("ResNeXt-101 32x4d on Mk2: the report's peaks are the plan's and usage's", "[report][memory]") {
   constexpr auto& p = ipu::plan_v<seed_t, ipu::mk2, seed_opts>;
   const report r = ipu::memory_report<seed_t, ipu::mk2, seed_opts>();

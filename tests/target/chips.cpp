@@ -48,6 +48,7 @@ TEST_CASE("options: a structural type with PopLibs' defaults", "[target]") {
   constexpr ipu::options defaults{};
   STATIC_REQUIRE(defaults.available_memory_proportion == ipu::ratio{3, 5});
   STATIC_REQUIRE(defaults.partials == ipu::dtype::f32);
+  STATIC_REQUIRE(defaults.io_tiles == 0);
   constexpr ipu::options seed{.available_memory_proportion = {3, 10}};
   STATIC_REQUIRE(seed.available_memory_proportion.of(ipu::mk2::chip.bytes_per_tile) == 191'692);
   STATIC_REQUIRE(seed.available_memory_proportion.valid_proportion());

@@ -38,6 +38,8 @@ struct numerator { std::int64_t value; };
 struct denominator { std::int64_t value; };
 struct bytes_per_tile { std::int64_t value; };
 struct alignment { std::int64_t value; };
+struct io_tiles { std::int64_t value; };
+struct tiles_per_ipu { std::int64_t value; };
 
 template <on_ipu Ipu, on_tile Tile, auto Layer, class Largest, bytes_needed Needed, bytes_available Available,
           weights W, code C, activations A, temporaries T, exchange E>
@@ -68,6 +70,13 @@ struct tile_bytes_must_be_a_multiple_of_the_alignment {
   static_assert(Bytes.value % Alignment.value == 0,
                 "ipu: a target's chip_spec::bytes_per_tile must be a multiple of ipu::buffer_alignment, as every "
                 "buffer of a tile image starts at a multiple of it");
+  static constexpr bool value = false;
+};
+
+template <io_tiles Io, tiles_per_ipu Tiles>
+struct io_tiles_must_leave_tiles_for_the_model {
+  static_assert(Io.value >= 0 && Io.value < Tiles.value,
+                "ipu: options::io_tiles must be in [0, tiles per IPU): the other tiles hold the model");
   static constexpr bool value = false;
 };
 
@@ -104,6 +113,8 @@ consteval bool report_plan_error() {
     return diag::ipu_index_outside_system<layer, diag::ipu_index{E.x}, diag::ipus_in_target{E.y}>::value;
   } else if constexpr (E.kind == plan_error_kind::tile_bytes_not_aligned) {
     return diag::tile_bytes_must_be_a_multiple_of_the_alignment<diag::bytes_per_tile{E.x}, diag::alignment{E.y}>::value;
+  } else if constexpr (E.kind == plan_error_kind::bad_io_tiles) {
+    return diag::io_tiles_must_leave_tiles_for_the_model<diag::io_tiles{E.x}, diag::tiles_per_ipu{E.y}>::value;
   } else {
     return diag::available_memory_proportion_must_be_in_0_1<diag::numerator{E.x}, diag::denominator{E.y}>::value;
   }

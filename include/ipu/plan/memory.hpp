@@ -90,9 +90,10 @@ struct ipu_memory {
 
 /// What makes a graph unplannable on a target: `none` (it is plannable), `ipu_outside_system`
 /// (a node is placed with `on<I>` on an IPU the target does not have), `bad_memory_proportion`
-/// (`options::available_memory_proportion` is not in (0, 1]) or `tile_bytes_not_aligned` (the
-/// chip's `bytes_per_tile` is not a multiple of `buffer_alignment`).
-enum class plan_error_kind : std::uint8_t { none, ipu_outside_system, bad_memory_proportion, tile_bytes_not_aligned };
+/// (`options::available_memory_proportion` is not in (0, 1]), `tile_bytes_not_aligned` (the
+/// chip's `bytes_per_tile` is not a multiple of `buffer_alignment`) or `bad_io_tiles`
+/// (`options::io_tiles` is not in `[0, tiles)`).
+enum class plan_error_kind : std::uint8_t { none, ipu_outside_system, bad_memory_proportion, tile_bytes_not_aligned, bad_io_tiles };
 
 /// Why a graph cannot be planned on a target, with the numbers its compile-time diagnostic
 /// prints (`diagnostics.hpp`).
@@ -100,8 +101,9 @@ struct plan_error {
   plan_error_kind kind = plan_error_kind::none;  ///< the error; `none` when the plan is valid
   int node = -1;   ///< the node at fault; -1 when no node is (`bad_memory_proportion`)
   /// `x`: the node's IPU index (`ipu_outside_system`), the ratio's numerator
-  /// (`bad_memory_proportion`) or the bytes per tile (`tile_bytes_not_aligned`).
-  std::int64_t x = 0, y = 0;  ///< `y`: the target's number of IPUs, the ratio's denominator, or the alignment
+  /// (`bad_memory_proportion`), the bytes per tile (`tile_bytes_not_aligned`) or the I/O tiles
+  /// (`bad_io_tiles`).
+  std::int64_t x = 0, y = 0;  ///< `y`: the target's number of IPUs, the ratio's denominator, the alignment, or the tiles per IPU
 };
 
 }  // namespace ipu

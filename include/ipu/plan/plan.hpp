@@ -202,10 +202,11 @@ struct weight_term {
 };
 
 /// Plans node `j`: every output starts mapped element by element, then its op plans its step
-/// (`ops::<op>::plan`); the fullest tile's transients follow from the step.
+/// (`ops::<op>::plan`); the fullest tile's transients follow from the step. Everything is
+/// mapped over the tiles that are not I/O tiles (`options::io_tiles`).
 template <std::size_t N, int Ipus>
 consteval void place_node(plan<N, Ipus>& p, int j) {
-  const chip_spec& chip = p.chip;
+  const chip_spec chip = with_tiles(p.chip, p.chip.tiles - p.opts.io_tiles);
   const node& n = p.at(j);
   node_plan& np = p.nodes[static_cast<std::size_t>(j)];
   np = node_plan{};
@@ -552,6 +553,11 @@ consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_s
   if (!opts.available_memory_proportion.valid_proportion()) {
     p.error = {plan_error_kind::bad_memory_proportion, -1, opts.available_memory_proportion.num,
                opts.available_memory_proportion.den};
+    p.fits = false;
+    return p;
+  }
+  if (opts.io_tiles < 0 || opts.io_tiles >= chip.tiles) {
+    p.error = {plan_error_kind::bad_io_tiles, -1, opts.io_tiles, chip.tiles};
     p.fits = false;
     return p;
   }

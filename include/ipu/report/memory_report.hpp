@@ -300,8 +300,9 @@ inline std::string memory_report_t::str() const {
   std::ostringstream os;
   const ratio amp = opts.available_memory_proportion;
   os << "memory report: " << target << ", " << ipu_count << (ipu_count == 1 ? " IPU" : " IPUs") << " of "
-     << detail::grouped(chip.tiles) << " tiles x " << detail::grouped(chip.bytes_per_tile) << " bytes, " << nodes.size()
-     << " nodes, available memory proportion " << amp.num << '/' << amp.den << '\n';
+     << detail::grouped(chip.tiles) << " tiles x " << detail::grouped(chip.bytes_per_tile) << " bytes";
+  if (opts.io_tiles > 0) os << " (" << detail::grouped(opts.io_tiles) << " of them I/O tiles)";
+  os << ", " << nodes.size() << " nodes, available memory proportion " << amp.num << '/' << amp.den << '\n';
   for (const ipu_report& r : ipus) detail::print_ipu(os, *this, r);
   // The word "warning" appears only when there is one.
   os << (fits ? "fits" : "does not fit");

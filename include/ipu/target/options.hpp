@@ -56,6 +56,13 @@ struct options {
   ratio available_memory_proportion{3, 5};
   /// Type of the partial sums of convolutions and matmuls (f32 by default, as on the IPU).
   dtype partials = dtype::f32;
+  /// Tiles of each IPU set aside for streaming data to and from the host, so that transfers
+  /// overlap compute (PopTorch's `TensorLocations.numIOTiles`, the `--num-io-tiles` of
+  /// Graphcore's examples); every tensor and step of the model is mapped over the other tiles,
+  /// the first `tiles - io_tiles`. The I/O tiles hold the runtime's code only: the stream
+  /// buffers on them are not modelled. Must be in `[0, tiles)`; otherwise planning is a
+  /// compile error.
+  int io_tiles = 0;
   /// The fixed-cost model: code, vertex state and control tables per tile.
   fixed_costs fixed{};
   /// The unpublished costs of the cycle model.

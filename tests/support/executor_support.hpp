@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -73,35 +74,65 @@ std::vector<double> reference_output(const ipu::input_tensor_t<G>& x, const ipu:
 
 namespace ipu_test {
 
+/// The faithful engine's measured memory against the plan, as data (`check_memory`).
+struct memory_comparison {
+  long compared = 0;    ///< (tile, step) pairs compared
+  long mismatches = 0;  ///< pairs whose bytes differ, and tiles whose buffers reach past the tile
+  std::string first;    ///< the first mismatching pair, described
+};
+
+namespace detail {
+/// Compares every tile's measured bytes (`usage(ipu, tile, step)`), by category, at every
+/// step of its IPU with the plan's `usage`, and each tile's measured extent (`extent(ipu,
+/// tile)`) with its memory. Compiled once per plan size: the plan is read through a volatile
+/// pointer, so that the optimiser does not specialise the loops for each (constant) plan.
+template <class Plan>
+memory_comparison compare_memory(const Plan* plan_address, const std::function<ipu::memory_bytes(int, int, int)>& usage,
+                                 const std::function<std::int64_t(int, int)>& extent) {
+  const Plan* volatile opaque = plan_address;
+  const Plan& plan = *opaque;
+  memory_comparison r;
+  for (int i = 0; i < Plan::ipu_count; ++i) {
+    for (int t = 0; t < plan.chip.tiles; ++t)
+      if (extent(i, t) > plan.chip.bytes_per_tile) ++r.mismatches;
+    for (int s = 0; s < static_cast<int>(plan.size); ++s) {
+      if (plan.at(s).ipu != i) continue;
+      for (int t = 0; t < plan.chip.tiles; ++t) {
+        const ipu::memory_bytes measured = usage(i, t, s), planned = plan.usage(i, t, s);
+        ++r.compared;
+        if (measured == planned) continue;
+        if (r.mismatches++ == 0)
+          r.first = "ipu " + std::to_string(i) + " tile " + std::to_string(t) + " step " + std::to_string(s) + " (" +
+                    std::string(plan.at(s).path.view()) + "): measured " + std::to_string(measured.total()) +
+                    " planned " + std::to_string(planned.total()) + " (exchange " + std::to_string(measured.exchange) +
+                    " vs " + std::to_string(planned.exchange) + ", activations " +
+                    std::to_string(measured.activations) + " vs " + std::to_string(planned.activations) + ")";
+      }
+    }
+  }
+  return r;
+}
+}  // namespace detail
+
+/// Faithful engine `e`'s measured memory against its plan.
+template <class Engine>
+memory_comparison compare_memory(const Engine& e) {
+  return detail::compare_memory(&Engine::plan(), [&](int i, int t, int s) { return e.measured_usage(i, t, s); },
+                                [&](int i, int t) { return e.measured_extent(i, t); });
+}
+
+/// Every pair was compared equal, and no buffer reached past its tile's memory.
+inline void check_memory(const memory_comparison& m) {
+  INFO(m.first);
+  CHECK(m.compared > 0);
+  CHECK(m.mismatches == 0);
+}
+
 /// Faithful mode: every tile's measured bytes, by category, at every step of its IPU equal
 /// the plan's `usage`, and no buffer reached past the tile's memory.
 template <class Engine>
 void check_memory_matches_plan(const Engine& e) {
-  const auto& plan = Engine::plan();
-  const int tiles = Engine::target_type::chip.tiles;
-  long mismatches = 0, compared = 0;
-  std::string first;
-  for (int i = 0; i < Engine::target_type::ipus; ++i) {
-    for (int t = 0; t < tiles; ++t)
-      if (e.measured_extent(i, t) > Engine::target_type::chip.bytes_per_tile) ++mismatches;
-    for (int s = 0; s < static_cast<int>(plan.size); ++s) {
-      if (plan.at(s).ipu != i) continue;
-      for (int t = 0; t < tiles; ++t) {
-        const ipu::memory_bytes measured = e.measured_usage(i, t, s), planned = plan.usage(i, t, s);
-        ++compared;
-        if (measured == planned) continue;
-        if (mismatches++ == 0)
-          first = "ipu " + std::to_string(i) + " tile " + std::to_string(t) + " step " + std::to_string(s) + " (" +
-                  std::string(plan.at(s).path.view()) + "): measured " + std::to_string(measured.total()) +
-                  " planned " + std::to_string(planned.total()) + " (exchange " + std::to_string(measured.exchange) +
-                  " vs " + std::to_string(planned.exchange) + ", activations " +
-                  std::to_string(measured.activations) + " vs " + std::to_string(planned.activations) + ")";
-      }
-    }
-  }
-  INFO(first);
-  CHECK(compared > 0);
-  CHECK(mismatches == 0);
+  check_memory(compare_memory(e));
 }
 
 /// Whether two tensors hold the same bits.
@@ -110,23 +141,49 @@ bool same_bits(const Output& a, const Output& b) {
   return std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
 }
 
+/// One graph run in both modes, with its reference output, as data: the checks on it
+/// (`check_runs`) are compiled once rather than per graph.
+struct two_runs {
+  std::vector<double> expected;  ///< the reference output
+  std::vector<double> fast;      ///< the fast mode's output, widened
+  bool same_bits = false;        ///< fast and faithful outputs hold the same bits
+  memory_comparison memory;      ///< the faithful engine's memory against the plan
+};
+
+/// Runs `G` on `Target` with random weights and input, in fast mode on `fast_threads` threads
+/// and in faithful mode on 2; `other` computes user-defined ops in the reference.
+template <class G, class Target, ipu::options Opts = ipu::options{}>
+two_runs run_both(unsigned fast_threads = 2, const ref::other_op& other = {}) {
+  const auto w = ipu::weights<G>::random(7);
+  const auto x = random_input<G>(11);
+  two_runs r;
+  r.expected = reference_output<G>(x, w, other);
+  ipu::engine<G, Target, Opts> fast{w, {ipu::execution_mode::fast, fast_threads}};
+  ipu::engine<G, Target, Opts> faithful{w, {ipu::execution_mode::faithful, 2}};
+  const auto y = fast.infer(x);
+  r.fast.resize(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) r.fast[i] = static_cast<double>(static_cast<float>(y[i]));
+  r.same_bits = same_bits(y, faithful.infer(x));
+  r.memory = compare_memory(faithful);
+  return r;
+}
+
+/// The runs agree with the reference to `tolerance` (relative, each value against itself),
+/// with each other bit for bit, and with the plan.
+inline void check_runs(const two_runs& r, double tolerance) {
+  REQUIRE(r.fast.size() == r.expected.size());
+  const double error = ref::max_relative_error(r.expected, r.fast.data(), r.fast.size());
+  INFO("max relative error " << error);
+  CHECK(error < tolerance);
+  CHECK(r.same_bits);
+  check_memory(r.memory);
+}
+
 /// Runs `G` on `Target` in both modes and checks them against the reference (`other` for
 /// user-defined ops), each other and the plan.
 template <class G, class Target, ipu::options Opts = ipu::options{}>
 void check_engine(double tolerance, const ref::other_op& other = {}) {
-  const auto w = ipu::weights<G>::random(7);
-  const auto x = random_input<G>(11);
-  const std::vector<double> expected = reference_output<G>(x, w, other);
-
-  ipu::engine<G, Target, Opts> fast{w, {ipu::execution_mode::fast, 2}};
-  ipu::engine<G, Target, Opts> faithful{w, {ipu::execution_mode::faithful, 2}};
-  const auto y = fast.infer(x);
-  REQUIRE(y.size() == expected.size());
-  const double error = ref::max_relative_error(expected, y.data(), y.size());
-  INFO("max relative error " << error);
-  CHECK(error < tolerance);
-  CHECK(same_bits(y, faithful.infer(x)));
-  check_memory_matches_plan(faithful);
+  check_runs(run_both<G, Target, Opts>(2, other), tolerance);
 }
 
 }  // namespace ipu_test

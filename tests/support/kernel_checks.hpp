@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <span>
 #include <sstream>
 #include <string>
@@ -50,36 +51,29 @@ inline double scaled_error(const std::vector<double>& expected, const std::vecto
   return ipu_test::ref::max_relative_error(expected, actual.data(), actual.size(), largest > 0 ? 0.1 * largest : 1.0);
 }
 
-template <class Tensor>
-std::vector<double> widened(const Tensor& y) {
-  std::vector<double> v(y.size());
-  for (std::size_t i = 0; i < y.size(); ++i) v[i] = static_cast<double>(static_cast<float>(y[i]));
-  return v;
+/// Runs `run` and checks its runs as `check` says, with `description` in failure messages;
+/// an executor error fails this graph only.
+inline void check_described(const std::string& description, double tolerance, const std::function<two_runs()>& run) {
+  INFO(description);
+  try {
+    const two_runs r = run();
+    REQUIRE(r.fast.size() == r.expected.size());
+    const double error = scaled_error(r.expected, r.fast);
+    INFO("max relative error " << error << " (tolerance " << tolerance << ")");
+    CHECK(error < tolerance);
+    CHECK(r.same_bits);
+    check_memory(r.memory);
+  } catch (const std::exception& e) {
+    FAIL_CHECK("exception: " << e.what());
+  }
 }
 
 /// Runs `G` on `Target` in both modes: against the reference to `tolerance`, fast against
 /// faithful bit for bit, and the faithful engine's memory against the plan.
 template <class G, class Target, ipu::options Opts = ipu::options{}>
 void check(double tolerance) {
-  using engine_t = ipu::engine<G, Target, Opts>;
-  INFO(describe(ipu::node_table_v<G>, engine_t::plan().nodes, Target::chip.tiles));
-  const auto w = ipu::weights<G>::random(7);
-  const auto x = ipu_test::random_input<G>(11);
-  try {  // an executor error fails this graph only
-    engine_t fast{w, {ipu::execution_mode::fast, 3}};
-    engine_t faithful{w, {ipu::execution_mode::faithful, 2}};
-    const auto y = fast.infer(x);
-    const auto z = faithful.infer(x);
-    const std::vector<double> expected = ipu_test::reference_output<G>(x, w);
-    REQUIRE(y.size() == expected.size());
-    const double error = scaled_error(expected, widened(y));
-    INFO("max relative error " << error << " (tolerance " << tolerance << ")");
-    CHECK(error < tolerance);
-    CHECK(std::memcmp(y.data(), z.data(), y.size() * sizeof(y[0])) == 0);
-    ipu_test::check_memory_matches_plan(faithful);
-  } catch (const std::exception& e) {
-    FAIL_CHECK("exception: " << e.what());
-  }
+  check_described(describe(ipu::node_table_v<G>, ipu::plan_v<G, Target, Opts>.nodes, Target::chip.tiles), tolerance,
+                  [] { return run_both<G, Target, Opts>(3); });
 }
 
 /// Each of `Nets<T>` in f32 (to 1e-5) and in f16 with f32 partials (to 1e-2), on `Target`.

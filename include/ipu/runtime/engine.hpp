@@ -45,6 +45,32 @@
 
 namespace ipu {
 
+namespace runtime {
+
+/// The tensors of `layers` (of a graph of `nodes` nodes) as the device holds them
+/// (`ops::<op>::to_device`: batch norm folded), indexed by node; throws `weight_error` naming
+/// the layer and tensor (`"kernel"`, `"folded scale"`) of the first value not finite in `T`.
+/// Depends on the element type only, so it is compiled once rather than per graph.
+template <ElementType T>
+parameter_set device_parameters(std::span<const layer_weights> layers, std::size_t nodes) {
+  parameter_set set(nodes);
+  for (const layer_weights& layer : layers) {
+    auto& tensors = set[static_cast<std::size_t>(layer.node_index())];
+    const auto lookup = [&](std::string_view name) { return layer[name]; };
+    tensors = layer.kind().info->to_device(ops::tensor_source{lookup});
+    for (std::size_t k = 0; k < tensors.size(); ++k)
+      for (std::size_t i = 0; i < tensors[k].size(); ++i)
+        if (!std::isfinite(kernels::widen(static_cast<T>(tensors[k][i]))))
+          throw weight_error("ipu::engine: " + std::string(layer.path()) + " " +
+                             std::string(layer.kind().info->device_prefix) +
+                             std::string(layer.kind().info->device_tensors[k]) + "[" + std::to_string(i) + "] = " +
+                             std::to_string(tensors[k][i]) + " is not finite in " + std::string(name_of(dtype_of_v<T>)));
+  }
+  return set;
+}
+
+}  // namespace runtime
+
 /// What one `engine::run` did.
 struct run_stats {
   std::int64_t requested = 0;        ///< iterations asked for
@@ -234,28 +260,10 @@ class engine {
     return set;
   }
 
-  /// How errors name device tensor `k` of op `o`: `"kernel"`, `"folded scale"`.
-  static std::string device_name(op o, std::size_t k) {
-    return std::string(o.info->device_prefix) + std::string(o.info->device_tensors[k]);
-  }
-
-  /// The tensors as the device holds them (`ops::<op>::to_device`: batch norm folded); every
-  /// value finite in `T`.
+  /// The tensors as the device holds them (`runtime::device_parameters`).
   static runtime::parameter_set parameters(const weights<G>& w) {
     w.validate();
-    runtime::parameter_set set(node_count_v<G>);
-    for (const layer_weights& layer : w) {
-      auto& tensors = set[static_cast<std::size_t>(layer.node_index())];
-      const auto lookup = [&](std::string_view name) { return layer[name]; };
-      tensors = layer.kind().info->to_device(ops::tensor_source{lookup});
-      for (std::size_t k = 0; k < tensors.size(); ++k)
-        for (std::size_t i = 0; i < tensors[k].size(); ++i)
-          if (!std::isfinite(kernels::widen(static_cast<element_type>(tensors[k][i]))))
-            throw weight_error("ipu::engine: " + std::string(layer.path()) + " " + device_name(layer.kind(), k) + "[" +
-                               std::to_string(i) + "] = " + std::to_string(tensors[k][i]) + " is not finite in " +
-                               std::string(name_of(dtype_of_v<element_type>)));
-    }
-    return set;
+    return runtime::device_parameters<element_type>(std::span<const layer_weights>(w.begin(), w.end()), node_count_v<G>);
   }
 
   runtime::executor<element_type, partial_type> executor_;

@@ -119,6 +119,10 @@ class layer_weights {
   template <Graph G>
   friend class weights;
 
+  /// Draws every tensor's values as its initializer says, from a generator seeded by `seed`
+  /// and the layer's node index (`weights<G>::random`).
+  void draw(std::uint64_t seed);
+
   std::size_t index_of(std::string_view name) const {
     for (std::size_t k = 0; k < tensors_.size(); ++k)
       if (tensors_[k].name == name) return k;
@@ -214,7 +218,55 @@ inline void fill_random(weight_tensor& t, portable_random& rng) {
     }
   }
 }
+
+// What `weights<G>` does that does not depend on `G`, compiled once rather than per graph.
+
+/// The layer of node `j`; throws `weight_error` if node `j` has no parameters.
+inline const layer_weights& layer_of_node(std::span<const layer_weights> layers, int j) {
+  for (const layer_weights& l : layers)
+    if (l.node_index() == j) return l;
+  throw weight_error("ipu::weights: node " + std::to_string(j) + " has no parameters");
+}
+
+/// Index of the layer whose path is `path`; throws `weight_error` if there is none.
+inline std::size_t index_of_layer(std::span<const layer_weights> layers, std::string_view path) {
+  for (std::size_t k = 0; k < layers.size(); ++k)
+    if (layers[k].path() == path) return k;
+  throw weight_error("ipu::weights: no parameterised layer '" + std::string(path) + "' in the graph");
+}
+
+/// Assigns one array per tensor, in layer order and each layer's tensor order; throws
+/// `weight_error` on a wrong number of arrays or a wrong size.
+inline void assign_arrays(std::span<layer_weights> layers, std::span<const std::vector<float>> arrays) {
+  std::size_t expected = 0;
+  for (const layer_weights& layer : layers) expected += layer.tensors().size();
+  if (arrays.size() != expected)
+    throw weight_error("ipu::weights: " + std::to_string(arrays.size()) + " arrays given, the graph has " +
+                       std::to_string(expected) + " weight tensors in " + std::to_string(layers.size()) + " layers");
+  std::size_t k = 0;
+  for (layer_weights& layer : layers)
+    for (const weight_tensor& t : layer.tensors()) layer.assign(t.name, arrays[k++]);
+}
+
+/// Throws `weight_error` naming the first non-finite value, or the first value its op's rule
+/// refuses (`weights<G>::validate`).
+inline void validate_layers(std::span<const layer_weights> layers) {
+  for (const layer_weights& layer : layers)
+    for (const weight_tensor& t : layer.tensors())
+      for (std::size_t i = 0; i < t.values.size(); ++i) {
+        const float v = t.values[i];
+        const std::string_view rule = std::isfinite(v) ? layer.kind().info->value_rule(t.name, v) : ", not finite";
+        if (!rule.empty())
+          throw weight_error("ipu::weights: " + std::string(layer.path()) + "." + std::string(t.name) + "[" +
+                             std::to_string(i) + "] is " + std::to_string(v) + std::string(rule));
+      }
+}
 }  // namespace detail
+
+inline void layer_weights::draw(std::uint64_t seed) {
+  detail::portable_random rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(node_));
+  for (weight_tensor& t : tensors_) detail::fill_random(t, rng);
+}
 
 /// The parameters of graph `G`: one `layer_weights` per conv, batch norm and dense layer, in
 /// node-table order, each with f32 tensors in the layouts of the file comment's table.
@@ -252,10 +304,7 @@ class weights {
   ///     [0.75, 1.25], shift and mean uniform in [-0.1, 0.1], so that folding is exercised.
   static weights random(std::uint64_t seed) {
     weights w;
-    for (layer_weights& layer : w.layers_) {
-      detail::portable_random rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(layer.node_index()));
-      for (weight_tensor& t : layer.tensors_) fill_random(t, rng);
-    }
+    for (layer_weights& layer : w.layers_) layer.draw(seed);
     return w;
   }
 
@@ -264,14 +313,7 @@ class weights {
   /// variance). Throws `weight_error` on a wrong number of arrays or a wrong size.
   static weights from_arrays(std::span<const std::vector<float>> arrays) {
     weights w;
-    std::size_t expected = 0;
-    for (const layer_weights& layer : w.layers_) expected += layer.tensors().size();
-    if (arrays.size() != expected)
-      throw weight_error("ipu::weights: " + std::to_string(arrays.size()) + " arrays given, the graph has " +
-                         std::to_string(expected) + " weight tensors in " + std::to_string(layer_count) + " layers");
-    std::size_t k = 0;
-    for (layer_weights& layer : w.layers_)
-      for (const weight_tensor& t : layer.tensors()) layer.assign(t.name, arrays[k++]);
+    detail::assign_arrays(w.layers_, arrays);
     return w;
   }
 
@@ -286,11 +328,7 @@ class weights {
   /// The layer whose path is `path` (e.g. `"stage1.block1.conv2"`); throws `weight_error`.
   const layer_weights& operator[](std::string_view path) const { return layers_[index_of(path)]; }
   /// The layer of node `j` of the node table; throws `weight_error` if it has no parameters.
-  const layer_weights& of_node(int j) const {
-    for (const layer_weights& l : layers_)
-      if (l.node_index() == j) return l;
-    throw weight_error("ipu::weights: node " + std::to_string(j) + " has no parameters");
-  }
+  const layer_weights& of_node(int j) const { return detail::layer_of_node(layers_, j); }
 
   /// Iterator to the first `layer_weights`, in graph order.
   auto begin() noexcept { return layers_.begin(); }
@@ -304,24 +342,10 @@ class weights {
   /// Throws `weight_error` naming the first non-finite value (layer, tensor, index), or the
   /// first value its op's rule refuses (`ops::<op>::value_rule`: a batch-norm variance that
   /// makes `variance + epsilon` not positive).
-  void validate() const {
-    for (const layer_weights& layer : layers_)
-      for (const weight_tensor& t : layer.tensors())
-        for (std::size_t i = 0; i < t.values.size(); ++i) {
-          const float v = t.values[i];
-          const std::string_view rule = std::isfinite(v) ? layer.kind().info->value_rule(t.name, v) : ", not finite";
-          if (!rule.empty())
-            throw weight_error("ipu::weights: " + std::string(layer.path()) + "." + std::string(t.name) + "[" +
-                               std::to_string(i) + "] is " + std::to_string(v) + std::string(rule));
-        }
-  }
+  void validate() const { detail::validate_layers(layers_); }
 
  private:
-  std::size_t index_of(std::string_view path) const {
-    for (std::size_t k = 0; k < layers_.size(); ++k)
-      if (layers_[k].path() == path) return k;
-    throw weight_error("ipu::weights: no parameterised layer '" + std::string(path) + "' in the graph");
-  }
+  std::size_t index_of(std::string_view path) const { return detail::index_of_layer(layers_, path); }
 
   std::vector<layer_weights> layers_;
 };

@@ -23,26 +23,26 @@ constexpr auto join_net = ipu::input<T, 2, 8, 8, 8>
     | nn::add(nn::identity, nn::conv<32, 3, 1, 4> | nn::batch_norm, nn::conv<32, 1>)
     | nn::concat(nn::identity, nn::avg_pool<3, 1>)
     | nn::global_avg_pool | nn::dense<10> | nn::softmax;
-using net_f32 = decltype(join_net<ipu::f32>);
-using net_f16 = decltype(join_net<ipu::f16>);
+using join_f32 = decltype(join_net<ipu::f32>);
+using join_f16 = decltype(join_net<ipu::f16>);
 
 // The branches of each join on another IPU than the join: their outputs cross the IPU-Link.
-constexpr auto split_net = ipu::input<ipu::f32, 2, 8, 8, 8>
+constexpr auto branch_net = ipu::input<ipu::f32, 2, 8, 8, 8>
     | ipu::on<1>(nn::conv<8, 1> | nn::relu)
     | nn::concat(ipu::on<1>(nn::conv<8, 3>), nn::conv<4, 1>, nn::identity)
     | nn::multiply(nn::identity, ipu::on<1>(nn::conv<20, 1> | nn::relu))
     | nn::global_avg_pool | nn::dense<4>;
-using net_split = decltype(split_net);
+using net_split = decltype(branch_net);
 
 }  // namespace
 
 TEST_CASE("joins in f32 match the reference, both modes bit-identical, memory as planned") {
-  STATIC_REQUIRE(ipu::output_shape_v<net_f32> == std::array<std::int64_t, 2>{2, 10});
-  ipu_test::check_engine<net_f32, small_target<16>>(1e-5);
+  STATIC_REQUIRE(ipu::output_shape_v<join_f32> == std::array<std::int64_t, 2>{2, 10});
+  ipu_test::check_engine<join_f32, small_target<16>>(1e-5);
 }
 
 TEST_CASE("joins in f16 match the reference within the f16 tolerance") {
-  ipu_test::check_engine<net_f16, small_target<16>>(1e-2);
+  ipu_test::check_engine<join_f16, small_target<16>>(1e-2);
 }
 
 TEST_CASE("joins whose branches live on another IPU") {

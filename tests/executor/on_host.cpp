@@ -41,11 +41,11 @@ constexpr auto ipu_net = ipu::input<ipu::f32, 2, 8, 8, 8>
 using ipu_f32 = decltype(ipu_net);
 
 // Over two IPUs: a host block between them, reading IPU 0 and read by IPU 1.
-constexpr auto split_net = ipu::input<ipu::f32, 2, 8, 8, 8>
+constexpr auto host_split_net = ipu::input<ipu::f32, 2, 8, 8, 8>
     | nn::conv<8, 3> | nn::relu
     | ipu::on_host(nn::max_pool<3, 1> | nn::conv<16, 1>)
     | ipu::on<1>(nn::conv<16, 3> | nn::batch_norm | nn::relu | nn::global_avg_pool | nn::dense<4> | nn::softmax);
-using split_f32 = decltype(split_net);
+using split_f32 = decltype(host_split_net);
 
 using tiny = small_target<16>;
 using tiny2 = small_target<16, 2>;

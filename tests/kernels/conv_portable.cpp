@@ -55,8 +55,7 @@ TEST_CASE("portable avx2 and avx512 packed_conv give the same bits") {
   }
   // The model shapes of up to 2^26 multiply-adds (the stems, the grouped convs, 1x1 and 3x3
   // convs at strides 1 and 2): each instruction set is also compared with the scalar kernels,
-  // bit for bit, on all of them, so this is a direct check of the same promise, kept short for
-  // the sanitizer builds, where the portable kernels are slow.
+  // bit for bit, on all of them, so this is a direct check of the same promise, kept short.
   std::vector<named_shape> models;
   std::copy_if(std::begin(model_shapes), std::end(model_shapes), std::back_inserter(models),
                [](const named_shape& c) { return multiply_adds(c.shape) <= 0x1p26; });

@@ -2,9 +2,10 @@
 #       -P ipu_compile_fail.cmake
 #
 # Runs one compile-fail case (see tests/compile_fail/CMakeLists.txt).
-#   fail: compile with -fsyntax-only; succeed only if the compile fails and every
-#         `// expect: <regex>` line of the case matches the diagnostics. Lines written
-#         `// expect-gcc: <regex>` or `// expect-clang: <regex>` apply to that compiler only.
+#   fail: compile with -fsyntax-only; succeed only if the compile fails, every
+#         `// expect: <regex>` line of the case matches the diagnostics, and ipu's headers
+#         report at most one error. Lines written `// expect-gcc: <regex>` or
+#         `// expect-clang: <regex>` apply to that compiler only.
 #   ok:   compile with -DIPU_COMPILE_FAIL_OK -Wall -Wextra -Wpedantic -Werror; succeed only if
 #         the compile succeeds.
 # The compiler runs with LC_ALL=C, without colours and without echoing source lines. Before
@@ -164,4 +165,15 @@ if(_n_missing GREATER 0)
   _ipu_cf_show_diagnostics("${_diag}")
   message(FATAL_ERROR "compile_fail case ${_case_name}: expected diagnostics missing")
 endif()
-message("${_case_name}: rejected with all ${_expect_count} expected diagnostics")
+# One mistake, one error: the library's headers report at most one (a check whose failure
+# reached later uses of its value would add an error at each; clang printed four to ten).
+string(REGEX MATCHALL "(^|\n)[^\n:]*/include/ipu/[^\n:]+:[0-9]+:[0-9]+: error:" _library_errors "${_out}")
+list(LENGTH _library_errors _n_library_errors)
+if(_n_library_errors GREATER 1)
+  message("${_case_name}: the compile failed with the expected diagnostics, but ipu's headers "
+          "reported ${_n_library_errors} errors for one mistake:\n  ${_cmd_line}")
+  _ipu_cf_show_diagnostics("${_out}")
+  message(FATAL_ERROR "compile_fail case ${_case_name}: more than one error from ipu's headers")
+endif()
+message("${_case_name}: rejected with all ${_expect_count} expected diagnostics, "
+        "${_n_library_errors} error from ipu's headers")

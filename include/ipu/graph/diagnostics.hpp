@@ -142,7 +142,7 @@ namespace ipu::detail {
 
 /// Instantiates the diagnostic for `E`; true when there is no error.
 template <graph_error E>
-consteval bool report_graph_error() {
+consteval auto report_graph_error() {
   using enum graph_error_kind;
   constexpr auto layer = diag::in_layer<E.path.length + 1>{E.path};
   constexpr shape a = E.a, b = E.b;

@@ -20,18 +20,16 @@
 namespace ipu {
 
 namespace detail {
-template <bool Valid, class T>
-constexpr const T& after_check(const T& x) noexcept {
-  return x;
-}
-
 template <class G>
 struct graph_info {
   using lowering_t = lowering<G>;
   static constexpr std::size_t size = lowering_t::size;
   static constexpr lowered_graph<size> lowered = lowering_t::run();
-  static constexpr bool valid = report_graph_error<lowered.error>();
-  static constexpr const std::array<node, size>& nodes = after_check<valid>(lowered.nodes);
+  /// The diagnostic of the graph's error, if it has one (a compile error). `decltype` of a call
+  /// whose return type is deduced instantiates the diagnostic without using its value: a value
+  /// would make clang report each later use of it as not constant, ten errors for one mistake.
+  using checked = decltype(report_graph_error<lowered.error>());
+  static constexpr const std::array<node, size>& nodes = lowered.nodes;
 };
 
 template <class G> struct input_of;

@@ -86,7 +86,7 @@ namespace ipu::detail {
 
 /// Instantiates the out-of-memory diagnostic for the peak `M` of IPU `Ipu`, at layer `Path`.
 template <int Ipu, ipu_memory M, path_string Path>
-consteval bool report_out_of_memory() {
+consteval auto report_out_of_memory() {
   constexpr auto layer = diag::in_layer<Path.length + 1>{Path};
   using largest = decltype([] {
     if constexpr (M.at_peak.largest() == memory_category::weights) return diag::largest_is_weights{};
@@ -105,7 +105,7 @@ consteval bool report_out_of_memory() {
 
 /// Instantiates the diagnostic for plan error `E` (at the layer `Path`); true when there is none.
 template <plan_error E, path_string Path>
-consteval bool report_plan_error() {
+consteval auto report_plan_error() {
   if constexpr (E.kind == plan_error_kind::none) {
     return true;
   } else if constexpr (E.kind == plan_error_kind::ipu_outside_system) {

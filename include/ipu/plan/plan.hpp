@@ -613,8 +613,11 @@ struct plan_info {
   static constexpr std::size_t size = graph_info<graph_t>::size;
   static constexpr plan<size, Target::ipus> base =
       make_plan<size, Target::ipus>(graph_info<graph_t>::nodes, Target::chip, Opts);
-  static constexpr bool valid =
-      report_plan_error<base.error, base.error.node >= 0 ? base.at(base.error.node).path : path_string{}>();
+  static constexpr bool valid = base.error.kind == plan_error_kind::none;
+  /// The diagnostic of the plan's error, if it has one (a compile error); `decltype` instantiates
+  /// it without using its value, so that it is the only error either compiler prints (see
+  /// `graph_info::checked`).
+  using checked = decltype(report_plan_error<base.error, base.error.node >= 0 ? base.at(base.error.node).path : path_string{}>());
   template <int Ipu>
   static constexpr ipu_allocation<size> ipu_plan = plan_ipu<size, Target::ipus, Target::chip.tiles>(base, Ipu);
   static constexpr plan<size, Target::ipus> complete = [] {
@@ -645,17 +648,25 @@ constexpr int first_overfull_ipu(const plan<N, Ipus>& p) noexcept {
   return -1;
 }
 
-template <class G, class Target, options Opts>
-consteval bool require_fit() {
-  constexpr const auto& p = plan_info<G, Target, Opts>::value;
-  constexpr int ipu = first_overfull_ipu(p);
-  if constexpr (ipu < 0) {
+/// The out-of-memory diagnostic of IPU `Ipu` of plan `P`, if `Ipu >= 0` (a compile error).
+template <const auto& P, int Ipu>
+consteval auto report_fit() {
+  if constexpr (Ipu < 0) {
     return true;
   } else {
-    constexpr ipu_memory m = p.ipus[static_cast<std::size_t>(ipu)];
-    return report_out_of_memory<ipu, m, m.peak_step >= 0 ? p.at(m.peak_step).path : path_string("always-live")>();
+    constexpr ipu_memory m = P.ipus[static_cast<std::size_t>(Ipu)];
+    return report_out_of_memory<Ipu, m, m.peak_step >= 0 ? P.at(m.peak_step).path : path_string("always-live")>();
   }
 }
+
+/// `require_fit`: true, or the out-of-memory diagnostic of the first IPU that does not fit.
+/// `decltype` instantiates the diagnostic without using its value, so that it is the only
+/// error either compiler prints.
+template <class G, class Target, options Opts>
+struct fit_check {
+  using checked = decltype(report_fit<plan_info<G, Target, Opts>::value, first_overfull_ipu(plan_info<G, Target, Opts>::value)>());
+  static constexpr bool value = true;
+};
 
 }  // namespace detail
 
@@ -671,6 +682,6 @@ inline constexpr bool fits_v = plan_v<G, T, Opts>.fits;
 /// the tile's peak, the largest category and the bytes needed and available. Use it as
 /// `static_assert(ipu::require_fit<G, ipu::mk2>);`.
 template <Graph G, Target T, options Opts = options{}>
-inline constexpr bool require_fit = detail::require_fit<std::remove_cvref_t<G>, T, Opts>();
+inline constexpr bool require_fit = detail::fit_check<std::remove_cvref_t<G>, T, Opts>::value;
 
 }  // namespace ipu

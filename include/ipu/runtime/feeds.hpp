@@ -83,28 +83,40 @@ struct outfeed_element_exceeds_stream_buffer {
 
 namespace detail {
 
-/// `Depth`, after the compile-time checks (one error at a time, with the numbers).
+/// The diagnostic of an infeed's depth `Depth` of elements of `ElementBytes`, if it is out of
+/// range (a compile error with the numbers); true otherwise.
 template <int Depth, std::int64_t ElementBytes>
-consteval std::size_t checked_prefetch_depth() {
+consteval auto report_prefetch_depth() {
   if constexpr (Depth < 1 || Depth > max_prefetch_depth) {
-    static_assert(diag::infeed_depth_must_be_1_to_255<diag::prefetch_depth{Depth}>::value);
-    return 1;
+    return diag::infeed_depth_must_be_1_to_255<diag::prefetch_depth{Depth}>::value;
   } else if constexpr (Depth * ElementBytes > stream_buffer_bytes) {
-    static_assert(diag::infeed_exceeds_stream_buffer<diag::prefetch_depth{Depth}, diag::element_bytes{ElementBytes},
-                                                     diag::buffer_bytes{Depth * ElementBytes},
-                                                     diag::stream_buffer_limit{stream_buffer_bytes}>::value);
-    return 1;
+    return diag::infeed_exceeds_stream_buffer<diag::prefetch_depth{Depth}, diag::element_bytes{ElementBytes},
+                                              diag::buffer_bytes{Depth * ElementBytes},
+                                              diag::stream_buffer_limit{stream_buffer_bytes}>::value;
   } else {
-    return static_cast<std::size_t>(Depth);
+    return true;
   }
 }
 
+/// `Depth`, after the compile-time checks. `decltype` instantiates the diagnostic without
+/// using its value, and the depth stays a constant, so that the diagnostic is the only error
+/// either compiler prints (see `graph_info::checked`).
+template <int Depth, std::int64_t ElementBytes>
+struct checked_prefetch_depth {
+  using checked = decltype(report_prefetch_depth<Depth, ElementBytes>());
+  static constexpr std::size_t value = Depth < 1 || Depth > max_prefetch_depth ? 1 : static_cast<std::size_t>(Depth);
+};
+
+/// The diagnostic of an outfeed whose results of `ElementBytes` exceed the stream buffer (a
+/// compile error with the numbers); true otherwise.
 template <std::int64_t ElementBytes>
-consteval bool checked_outfeed_element() {
-  if constexpr (ElementBytes > stream_buffer_bytes)
-    static_assert(diag::outfeed_element_exceeds_stream_buffer<diag::element_bytes{ElementBytes},
-                                                              diag::stream_buffer_limit{stream_buffer_bytes}>::value);
-  return true;
+consteval auto report_outfeed_element() {
+  if constexpr (ElementBytes > stream_buffer_bytes) {
+    return diag::outfeed_element_exceeds_stream_buffer<diag::element_bytes{ElementBytes},
+                                                       diag::stream_buffer_limit{stream_buffer_bytes}>::value;
+  } else {
+    return true;
+  }
 }
 
 /// Outfeed storage that keeps every result: a list of blocks of `block_slots` results, which
@@ -244,7 +256,7 @@ class latest_result {
 /// `ipu::stream_buffer_bytes`; both are compile errors that print the numbers. The slots
 /// (`Depth` x the input's bytes) are allocated at construction.
 template <Graph G, int Depth = 1>
-class infeed : public channel<input_tensor_t<G>, detail::checked_prefetch_depth<Depth, input_tensor_t<G>::bytes>()> {
+class infeed : public channel<input_tensor_t<G>, detail::checked_prefetch_depth<Depth, input_tensor_t<G>::bytes>::value> {
  public:
   using graph_type = std::remove_cvref_t<G>;   ///< `G`
   static constexpr int prefetch_depth = Depth;  ///< the slots, as TensorFlow's `prefetch_depth`
@@ -267,7 +279,7 @@ enum class outfeed_mode {
 ///   is diagnosed as for `ipu::channel`.
 template <Graph G, outfeed_mode Mode = outfeed_mode::all>
 class outfeed {
-  static_assert(detail::checked_outfeed_element<output_tensor_t<G>::bytes>());
+  using checked = decltype(detail::report_outfeed_element<output_tensor_t<G>::bytes>());  // a compile error if too large
 
  public:
   using graph_type = std::remove_cvref_t<G>;   ///< `G`

@@ -12,12 +12,19 @@
 #include <ipu/ops/concat.hpp>
 #include <ipu/ops/conv.hpp>
 #include <ipu/ops/dense.hpp>
+#include <ipu/ops/gelu.hpp>
+#include <ipu/ops/gelu_tanh.hpp>
 #include <ipu/ops/global_avg_pool.hpp>
+#include <ipu/ops/hard_sigmoid.hpp>
+#include <ipu/ops/hard_swish.hpp>
 #include <ipu/ops/input.hpp>
 #include <ipu/ops/pool.hpp>
 #include <ipu/ops/relu.hpp>
+#include <ipu/ops/relu6.hpp>
 #include <ipu/ops/sigmoid.hpp>
+#include <ipu/ops/silu.hpp>
 #include <ipu/ops/softmax.hpp>
+#include <ipu/ops/tanh.hpp>
 
 #include <concepts>
 #include <type_traits>

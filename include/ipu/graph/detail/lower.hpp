@@ -124,11 +124,15 @@ struct builder {
     push(n);
   }
 
-  /// The path of the next node of op `o` in `scope`: `<prefix><name><number>`.
+  /// The path of the next node of op `o` in `scope`: `<prefix><name><number>`, with a `_`
+  /// before the number when the name ends in a digit (`relu6_1`).
   constexpr path_string name(op o, name_scope& scope) {
     path_string path = scope.prefix;
     const int number = scope.next(o);
-    path.append(name_of(o)).append(number);
+    const std::string_view op_name = name_of(o);
+    path.append(op_name);
+    if (!op_name.empty() && op_name.back() >= '0' && op_name.back() <= '9') path.append("_");
+    path.append(number);
     if (number == 0) fail({graph_error_kind::too_many_ops_in_scope, path, {}, {}, name_scope::capacity, 0});
     return path;
   }

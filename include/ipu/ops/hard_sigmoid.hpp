@@ -1,0 +1,35 @@
+#pragma once
+/// \file
+/// `ops::hard_sigmoid`: the hard sigmoid, `relu6(x + 3) / 6`, as MobileNetV3 uses it: PyTorch's
+/// `nn.Hardsigmoid` and Keras 3's `hard_sigmoid` (Keras 2's was `clip(0.2 x + 0.5, 0, 1)`, another
+/// function). Element-wise on its input's tiles, computed in f32 and rounded once to the element
+/// type (`ops::unary_kernel`).
+
+#include <ipu/ops/op.hpp>
+#include <ipu/ops/unary.hpp>
+
+#include <algorithm>
+#include <string_view>
+
+namespace ipu::ops {
+
+/// The hard sigmoid: shape-preserving, no weights, computed where its input lives.
+struct hard_sigmoid : op_base {
+  static constexpr std::string_view name = "hard_sigmoid";  ///< as `nn::hard_sigmoid` names it
+  /// The function, in f32.
+  static float f(float x) noexcept { return std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+  using kernel = unary_kernel<hard_sigmoid>;  ///< its kernel
+};
+
+}  // namespace ipu::ops
+
+namespace ipu::nn {
+
+/// The hard sigmoid: `relu6(x + 3) / 6`.
+struct hard_sigmoid_t {
+  using op_type = ops::hard_sigmoid;  ///< its op
+};
+/// `nn::hard_sigmoid`: see `hard_sigmoid_t`.
+inline constexpr hard_sigmoid_t hard_sigmoid{};
+
+}  // namespace ipu::nn

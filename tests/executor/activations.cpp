@@ -1,0 +1,120 @@
+// The element-wise activations (relu6, hard_sigmoid, hard_swish, silu, gelu, gelu_tanh, tanh):
+// their shape rule and paths, a net of all of them in both modes against the independent
+// reference (double precision, written from the published definitions), bit-identical between
+// the modes, and each function's values at points that pin its definition down.
+
+#include <catch2/catch.hpp>
+
+#include "support/executor_support.hpp"
+
+#include <ipu/ipu.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nn = ipu::nn;
+
+namespace {
+
+template <class T>
+constexpr auto activation_net = ipu::input<T, 2, 6, 6, 8>
+    | nn::conv<16, 3> | nn::batch_norm | nn::relu6
+    | nn::conv<16, 1> | nn::hard_swish
+    | nn::multiply(nn::identity, nn::conv<16, 1> | nn::hard_sigmoid)
+    | nn::conv<16, 3, 1, 4> | nn::silu
+    | nn::conv<16, 1> | nn::gelu | nn::tanh | nn::gelu_tanh
+    | nn::global_avg_pool | nn::dense<10> | nn::softmax;
+using activations_f32 = decltype(activation_net<ipu::f32>);
+using activations_f16 = decltype(activation_net<ipu::f16>);
+
+constexpr const auto& activation_nodes = ipu::node_table_v<activations_f32>;
+static_assert(ipu::output_shape_v<activations_f32> == std::array<std::int64_t, 2>{2, 10});
+// A name that ends in a digit takes a `_` before its number.
+static_assert(activation_nodes[3].path.view() == "relu6_1" && activation_nodes[3].kind == ipu::op_of<ipu::ops::relu6>);
+static_assert(activation_nodes[5].path.view() == "hard_swish1");
+static_assert(activation_nodes[7].path.view() == "multiply1.branch2.hard_sigmoid1");
+static_assert(activation_nodes[10].path.view() == "silu1");
+static_assert(activation_nodes[12].path.view() == "gelu1" && activation_nodes[13].path.view() == "tanh1");
+static_assert(activation_nodes[14].path.view() == "gelu_tanh1");
+static_assert(activation_nodes[13].out == activation_nodes[12].out);
+// Parameters: convs 3x3x8x16, 1x1 16x16 twice, 3x3x4x16, 1x1 16x16; batch norm 2x16; dense
+// 16x10 + 10; the activations none.
+static_assert(ipu::param_count_v<activations_f32> == 1152 + 256 + 256 + 576 + 256 + 32 + 170);
+
+/// The published definitions, in double.
+double activation(std::string_view op, double v) {
+  const auto relu6 = [](double x) { return std::min(std::max(x, 0.0), 6.0); };
+  if (op == "relu6") return relu6(v);
+  if (op == "hard_sigmoid") return relu6(v + 3) / 6;
+  if (op == "hard_swish") return v * relu6(v + 3) / 6;
+  if (op == "silu") return v / (1 + std::exp(-v));
+  if (op == "gelu") return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  if (op == "gelu_tanh") return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+  if (op == "tanh") return std::tanh(v);
+  if (op == "sigmoid") return 1 / (1 + std::exp(-v));
+  FAIL("no reference for " << op);
+  return 0;
+}
+
+ipu_test::ref::tensor activation_reference(const ipu::node& n, const std::vector<const ipu_test::ref::tensor*>& inputs) {
+  ipu_test::ref::tensor y = *inputs[0];
+  for (double& v : y) v = activation(ipu::name_of(n.kind), v);
+  return y;
+}
+
+/// Runs `Layer` alone on `values` (f32, faithful mode) and returns its outputs.
+template <class Layer>
+std::vector<float> outputs_of(const std::array<float, 12>& values) {
+  using net = decltype(ipu::input<ipu::f32, 1, 1, 1, 12> | Layer{});
+  ipu::engine<net, ipu_test::small_target<4>> e{ipu::weights<net>{}, {ipu::execution_mode::faithful, 1}};
+  ipu::input_tensor_t<net> x;
+  for (std::size_t k = 0; k < values.size(); ++k) x.data()[k] = values[k];
+  const auto y = e.infer(x);
+  return {y.data(), y.data() + y.size()};
+}
+
+/// `Layer` at `values` against the definition, to 4e-7 of the larger of 1 and the value: an f32
+/// rounding or two in each of the few operations, absolute where `1 + erf` or `1 + tanh`
+/// cancels in the negative tail (as it does in PyTorch's and TensorFlow's f32 kernels).
+template <class Layer>
+void check_values(const std::array<float, 12>& values) {
+  const std::string_view op = ipu::name_of(ipu::op_of<typename Layer::op_type>);
+  const std::vector<float> y = outputs_of<Layer>(values);
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const double expected = activation(op, values[k]);
+    INFO(op << "(" << values[k] << ") = " << y[k] << ", expected " << expected);
+    CHECK(std::abs(y[k] - expected) <= 4e-7 * std::max(1.0, std::abs(expected)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the activations in a net, in both modes, against the reference") {
+  ipu_test::check_engine<activations_f32, ipu_test::small_target<16>>(1e-5, activation_reference);
+  ipu_test::check_engine<activations_f16, ipu_test::small_target<16>>(1e-2, activation_reference);
+}
+
+TEST_CASE("each activation takes its published values") {
+  // Around the kinks of the hard functions (-3, 0, 3, 6), both signs, and the tails.
+  constexpr std::array<float, 12> at{-8.0f, -3.0f, -2.5f, -1.0f, -0.25f, 0.0f, 0.5f, 1.0f, 2.75f, 3.0f, 6.0f, 7.5f};
+  check_values<nn::relu6_t>(at);
+  check_values<nn::hard_sigmoid_t>(at);
+  check_values<nn::hard_swish_t>(at);
+  check_values<nn::silu_t>(at);
+  check_values<nn::gelu_t>(at);
+  check_values<nn::gelu_tanh_t>(at);
+  check_values<nn::tanh_t>(at);
+  check_values<nn::sigmoid_t>(at);
+  // Exact values the definitions give.
+  CHECK(outputs_of<nn::relu6_t>(at)[11] == 6.0f);
+  CHECK(outputs_of<nn::hard_sigmoid_t>(at)[9] == 1.0f);
+  CHECK(outputs_of<nn::hard_sigmoid_t>(at)[1] == 0.0f);
+  CHECK(outputs_of<nn::hard_swish_t>(at)[10] == 6.0f);
+  CHECK(outputs_of<nn::gelu_t>(at)[5] == 0.0f);
+}

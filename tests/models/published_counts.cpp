@@ -54,7 +54,106 @@ constexpr counts reference(int layers, int cardinality, int width_per_group, int
   c.macs += batch * ch * classes;
   return c;
 }
+// ResNet-18 and -34 per torchvision: basic blocks, a projection where a stage strides.
+constexpr counts basic_reference(int layers, int64_t in_channels, int64_t classes, int64_t image, int64_t batch) {
+  const std::array<int, 4> blocks = layers == 18 ? std::array<int, 4>{2, 2, 2, 2} : std::array<int, 4>{3, 4, 6, 3};
+  counts c;
+  auto conv = [&](int64_t k, int64_t cin, int64_t cout, int64_t out_hw) {
+    c.params += k * k * cin * cout;
+    c.macs += batch * out_hw * out_hw * cout * k * k * cin;
+  };
+  int64_t hw = (image + 1) / 2;
+  conv(7, in_channels, 64, hw);
+  c.params += 2 * 64;
+  hw = (hw + 1) / 2;
+  int64_t ch = 64;
+  for (int s = 0; s < 4; ++s) {
+    const int64_t planes = int64_t{64} << s;
+    for (int b = 0; b < blocks[static_cast<std::size_t>(s)]; ++b) {
+      const int64_t stride = (b == 0 && s > 0) ? 2 : 1;
+      const int64_t out_hw = (hw + stride - 1) / stride;
+      conv(3, ch, planes, out_hw);
+      conv(3, planes, planes, out_hw);
+      c.params += 2 * 2 * planes;
+      if (stride == 2) {
+        conv(1, ch, planes, out_hw);
+        c.params += 2 * planes;
+      }
+      hw = out_hw;
+      ch = planes;
+    }
+  }
+  c.params += ch * classes + classes;
+  c.macs += batch * ch * classes;
+  return c;
+}
+
+// MobileNetV2 per the paper's table 2 and torchvision: (expansion, channels, blocks, stride).
+constexpr counts mobilenet_v2_reference(int64_t in_channels, int64_t classes, int64_t image, int64_t batch) {
+  constexpr int64_t settings[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+                                      {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+  counts c;
+  auto conv = [&](int64_t k, int64_t cin, int64_t cout, int64_t groups, int64_t out_hw) {
+    c.params += k * k * cin / groups * cout + 2 * cout;  // and its batch norm
+    c.macs += batch * out_hw * out_hw * cout * k * k * cin / groups;
+  };
+  int64_t hw = (image + 1) / 2;
+  conv(3, in_channels, 32, 1, hw);
+  int64_t ch = 32;
+  for (const auto& [t, out, n, s] : settings)
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t stride = i == 0 ? s : 1, out_hw = (hw + stride - 1) / stride, hidden = ch * t;
+      if (t != 1) conv(1, ch, hidden, 1, hw);
+      conv(3, hidden, hidden, hidden, out_hw);
+      conv(1, hidden, out, 1, out_hw);
+      hw = out_hw;
+      ch = out;
+    }
+  conv(1, ch, 1280, 1, hw);
+  c.params += 1280 * classes + classes;
+  c.macs += batch * 1280 * classes;
+  return c;
+}
 }  // namespace
+
+TEST_CASE("ResNet-18 and ResNet-34 have torchvision's parameters and MACs", "[models]") {
+  using r18 = m::resnet18<ipu::f32, 1>;
+  using r34 = m::resnet34<ipu::f32, 1>;
+  STATIC_REQUIRE(ipu::param_count_v<r18> == 11'689'512);  // torchvision: 1.81 GFLOPS (multiply-adds)
+  STATIC_REQUIRE(ipu::mac_count_v<r18> > 1'805'000'000 && ipu::mac_count_v<r18> < 1'820'000'000);
+  STATIC_REQUIRE(ipu::param_count_v<r34> == 21'797'672);  // torchvision: 3.66 GFLOPS
+  STATIC_REQUIRE(ipu::mac_count_v<r34> > 3'655'000'000 && ipu::mac_count_v<r34> < 3'670'000'000);
+  constexpr counts ref18 = basic_reference(18, 3, 1000, 224, 1), ref34 = basic_reference(34, 4, 10, 64, 3);
+  STATIC_REQUIRE(ipu::param_count_v<r18> == ref18.params);
+  STATIC_REQUIRE(ipu::mac_count_v<r18> == ref18.macs);
+  using small34 = m::resnet_basic<ipu::f16, 3, 34, 4, 10, 64>;
+  STATIC_REQUIRE(ipu::param_count_v<small34> == ref34.params);
+  STATIC_REQUIRE(ipu::mac_count_v<small34> == ref34.macs);
+  constexpr auto& t = ipu::node_table_v<r18>;
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage1.block2.add")].out == ipu::nhwc(1, 56, 56, 64));
+  STATIC_REQUIRE(ipu::find_node(t, "stage1.block1.shortcut.conv1") == -1);  // stage 1 keeps its shape
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage2.block1.shortcut.conv1")].out == ipu::nhwc(1, 28, 28, 128));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage4.block2.add")].out == ipu::nhwc(1, 7, 7, 512));
+}
+
+TEST_CASE("MobileNetV2 has torchvision's 3,504,872 parameters and ~300 M MACs", "[models]") {
+  using G = m::mobilenet_v2<ipu::f32, 1>;
+  STATIC_REQUIRE(ipu::param_count_v<G> == 3'504'872);  // torchvision: 0.30 GFLOPS; the paper: 300 M
+  STATIC_REQUIRE(ipu::mac_count_v<G> > 299'000'000 && ipu::mac_count_v<G> < 302'000'000);
+  constexpr counts ref = mobilenet_v2_reference(3, 1000, 224, 1), small = mobilenet_v2_reference(4, 10, 96, 2);
+  STATIC_REQUIRE(ipu::param_count_v<G> == ref.params);
+  STATIC_REQUIRE(ipu::mac_count_v<G> == ref.macs);
+  using small_t = m::mobilenet_v2<ipu::f16, 2, 4, 10, 96>;
+  STATIC_REQUIRE(ipu::param_count_v<small_t> == small.params);
+  STATIC_REQUIRE(ipu::mac_count_v<small_t> == small.macs);
+  constexpr auto& t = ipu::node_table_v<G>;
+  STATIC_REQUIRE(t[ipu::find_node(t, "stem.relu6_1")].out == ipu::nhwc(1, 112, 112, 32));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage2.block1.add")].out == ipu::nhwc(1, 56, 56, 24));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage4.block3.add")].out == ipu::nhwc(1, 14, 14, 64));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage6.conv2")].layer.groups == 576);  // depthwise, stride 2
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage6.conv2")].out == ipu::nhwc(1, 7, 7, 576));
+  STATIC_REQUIRE(t[ipu::find_node(t, "head.conv1")].out == ipu::nhwc(1, 7, 7, 1280));
+}
 
 TEST_CASE("ResNet-50 has torchvision's 25,557,032 parameters and ~4.09 G MACs", "[models]") {
   using G = m::resnet50<ipu::f32, 1>;

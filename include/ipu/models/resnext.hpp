@@ -2,6 +2,11 @@
 /// \file
 /// The ResNet / ResNeXt family, written with the public graph language exactly as a user would.
 ///
+/// `resnet18` and `resnet34` (`resnet_basic`) follow torchvision too: the same stem, four stages
+/// of basic blocks (`{2,2,2,2}` or `{3,4,6,3}`: two 3x3 convs, each followed by batch norm, the
+/// first by relu, plus a shortcut) of 64, 128, 256 and 512 channels; the first block of stages 2
+/// to 4 strides and has a projection shortcut (1x1 conv and batch norm).
+///
 /// `resnext<DType, Batch, Layers, Cardinality, WidthPerGroup, ...>` follows torchvision: a stem
 /// (7x7/2 conv, batch norm, relu, 3x3/2 max pool), four stages of bottleneck blocks with
 /// `{3,4,6,3}`, `{3,4,23,3}` or `{3,8,36,3}` blocks for 50, 101 or 152 layers, global average
@@ -61,7 +66,46 @@ inline constexpr auto resnext_graph =
     nn::scope<"stage4">(stage<512, blocks_in_stage<Layers, 3>, 2, Cardinality, WidthPerGroup, At>) |
     nn::global_avg_pool | nn::dense<Classes>;
 
+/// A basic block's body: two 3x3 convs, the first strided.
+template <int Out, int Stride>
+inline constexpr auto basic_body =
+    nn::conv<Out, 3, Stride> | nn::batch_norm | nn::relu | nn::conv<Out, 3> | nn::batch_norm;
+
+/// A stage of basic blocks; its first has a projection shortcut when it strides.
+template <int Planes, int Blocks, int Stride>
+inline constexpr auto basic_stage = [] {
+  constexpr auto rest = nn::repeat<Blocks - 1>(nn::residual(basic_body<Planes, 1>) | nn::relu);
+  if constexpr (Stride == 1) {
+    return nn::residual(basic_body<Planes, 1>) | nn::relu | rest;
+  } else {
+    return nn::residual(basic_body<Planes, Stride>, nn::conv<Planes, 1, Stride> | nn::batch_norm) | nn::relu | rest;
+  }
+}();
+
+template <class DType, int Batch, int Layers, int InChannels, int Classes, int ImageSize>
+inline constexpr auto resnet_basic_graph =
+    input<DType, Batch, ImageSize, ImageSize, InChannels> |
+    nn::scope<"stem">(nn::conv<64, 7, 2> | nn::batch_norm | nn::relu | nn::max_pool<3, 2>) |
+    nn::scope<"stage1">(basic_stage<64, Layers == 18 ? 2 : 3, 1>) |
+    nn::scope<"stage2">(basic_stage<128, Layers == 18 ? 2 : 4, 2>) |
+    nn::scope<"stage3">(basic_stage<256, Layers == 18 ? 2 : 6, 2>) |
+    nn::scope<"stage4">(basic_stage<512, Layers == 18 ? 2 : 3, 2>) |
+    nn::global_avg_pool | nn::dense<Classes>;
+
 }  // namespace detail
+
+/// ResNet of basic blocks (18 or 34 layers) as a graph type.
+template <ElementType DType, int Batch, int Layers, int InChannels = 3, int Classes = 1000, int ImageSize = 224>
+  requires(Layers == 18 || Layers == 34) && (Batch > 0)
+using resnet_basic =
+    std::remove_cvref_t<decltype(detail::resnet_basic_graph<DType, Batch, Layers, InChannels, Classes, ImageSize>)>;
+
+/// ResNet-18 (torchvision's `resnet18`): 11,689,512 parameters at 3 input channels.
+template <ElementType DType, int Batch, int InChannels = 3>
+using resnet18 = resnet_basic<DType, Batch, 18, InChannels>;
+/// ResNet-34 (torchvision's `resnet34`): 21,797,672 parameters at 3 input channels.
+template <ElementType DType, int Batch, int InChannels = 3>
+using resnet34 = resnet_basic<DType, Batch, 34, InChannels>;
 
 /// ResNeXt (ResNet when `Cardinality == 1` and `WidthPerGroup == 64`) as a graph type.
 template <ElementType DType, int Batch, int Layers, int Cardinality, int WidthPerGroup, int InChannels = 3,

@@ -371,7 +371,7 @@ std::vector<T> scalar_path(const problem<T>& p, const fusion& f) {
 // ---- comparisons ----------------------------------------------------------------------------
 
 /// The largest relative error of `actual` against `expected`, values below a tenth of the
-/// largest expected one compared against that tenth: as `ipu_test::scaled_error` of
+/// largest expected one compared against that tenth: as `ipu_test::check_described` of
 /// tests/support/kernel_checks.hpp (not included here: it brings in the whole executor).
 template <class T>
 double scaled_error(const std::vector<double>& expected, const std::vector<T>& actual) {

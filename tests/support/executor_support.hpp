@@ -168,12 +168,13 @@ two_runs run_both(unsigned fast_threads = 2, const ref::other_op& other = {}) {
   return r;
 }
 
-/// The runs agree with the reference to `tolerance` (relative, each value against itself),
-/// with each other bit for bit, and with the plan.
-inline void check_runs(const two_runs& r, double tolerance) {
+/// The runs agree with the reference to `tolerance` (relative, values below `floor` compared
+/// against it; by default a thousandth of the largest expected value), with each other bit for
+/// bit, and with the plan.
+inline void check_runs(const two_runs& r, double tolerance, double floor = -1) {
   REQUIRE(r.fast.size() == r.expected.size());
-  const double error = ref::max_relative_error(r.expected, r.fast.data(), r.fast.size());
-  INFO("max relative error " << error);
+  const double error = ref::max_relative_error(r.expected, r.fast.data(), r.fast.size(), floor);
+  INFO("max relative error " << error << " (tolerance " << tolerance << ")");
   CHECK(error < tolerance);
   CHECK(r.same_bits);
   check_memory(r.memory);

@@ -13,6 +13,7 @@
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
 
+#include <ipu/models/efficientnet.hpp>
 #include <ipu/models/mobilenet.hpp>
 #include <ipu/models/resnext.hpp>
 

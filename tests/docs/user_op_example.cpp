@@ -8,22 +8,23 @@ namespace nn = ipu::nn;
 
 #include "support/executor_support.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 namespace my_ops {
 
-/// TensorFlow's `tf.nn.leaky_relu` (alpha 0.2): `x` where `x >= 0`, else `0.2 x`.
-struct leaky_relu : ipu::ops::op_base {            // shape-preserving, no weights, on its input's tiles
-  static constexpr std::string_view name = "leaky_relu";  // paths: leaky_relu1, leaky_relu2, ...
+/// TensorFlow's `tf.nn.softsign` (PyTorch's `nn.Softsign`): `x / (1 + |x|)`.
+struct softsign : ipu::ops::op_base {              // shape-preserving, no weights, on its input's tiles
+  static constexpr std::string_view name = "softsign";  // paths: softsign1, softsign2, ...
 
   struct kernel : ipu::ops::kernel_base {          // how the host computes it
     template <class T>
     static void apply(const T* x, T* y, std::int64_t count) {
       for (std::int64_t e = 0; e < count; ++e) {
         const float v = static_cast<float>(x[e]);  // in f32, rounded once to the element type
-        y[e] = static_cast<T>(v >= 0 ? v : 0.2f * v);
+        y[e] = static_cast<T>(v / (1.0f + std::abs(v)));
       }
     }
     template <class Ctx>  // fast mode: the whole tensor, in parts over the host threads
@@ -39,11 +40,11 @@ struct leaky_relu : ipu::ops::op_base {            // shape-preserving, no weigh
   };
 };
 
-/// The layer users write: `| my_ops::leaky`.
-struct leaky_t {
-  using op_type = leaky_relu;
+/// The layer users write: `| my_ops::squash`.
+struct squash_t {
+  using op_type = softsign;
 };
-inline constexpr leaky_t leaky{};
+inline constexpr squash_t squash{};
 
 }  // namespace my_ops
 
@@ -51,19 +52,19 @@ namespace {
 
 template <class T>
 constexpr auto net = ipu::input<T, 2, 12, 12, 8>
-    | nn::conv<16, 3> | nn::batch_norm | my_ops::leaky
-    | nn::residual(nn::conv<16, 1> | nn::batch_norm | my_ops::leaky)
+    | nn::conv<16, 3> | nn::batch_norm | my_ops::squash
+    | nn::residual(nn::conv<16, 1> | nn::batch_norm | my_ops::squash)
     | nn::global_avg_pool | nn::dense<10> | nn::softmax;
 using net_t = decltype(net<ipu::f32>);
 
-static_assert(ipu::node_table_v<net_t>[3].kind == ipu::op_of<my_ops::leaky_relu>);
-static_assert(ipu::node_table_v<net_t>[3].path.view() == "leaky_relu1");
-static_assert(ipu::node_table_v<net_t>[6].path.view() == "block1.leaky_relu1");
+static_assert(ipu::node_table_v<net_t>[3].kind == ipu::op_of<my_ops::softsign>);
+static_assert(ipu::node_table_v<net_t>[3].path.view() == "softsign1");
+static_assert(ipu::node_table_v<net_t>[6].path.view() == "block1.softsign1");
 
-/// The reference: leaky ReLU in double.
-ipu_test::ref::tensor leaky_reference(const ipu::node&, const std::vector<const ipu_test::ref::tensor*>& inputs) {
+/// The reference: softsign in double.
+ipu_test::ref::tensor softsign_reference(const ipu::node&, const std::vector<const ipu_test::ref::tensor*>& inputs) {
   ipu_test::ref::tensor y = *inputs[0];
-  for (double& v : y) v = v >= 0 ? v : 0.2 * v;
+  for (double& v : y) v = v / (1 + std::abs(v));
   return y;
 }
 
@@ -71,15 +72,15 @@ ipu_test::ref::tensor leaky_reference(const ipu::node&, const std::vector<const 
 
 TEST_CASE("a user-defined op lowers, plans and runs in both modes against the reference") {
   // Fast and faithful modes, bit-identical; faithful memory as planned.
-  ipu_test::check_engine<net_t, ipu_test::small_target<16>>(1e-5, leaky_reference);
-  ipu_test::check_engine<decltype(net<ipu::f16>), ipu_test::small_target<16>>(1e-2, leaky_reference);
+  ipu_test::check_engine<net_t, ipu_test::small_target<16>>(1e-5, softsign_reference);
+  ipu_test::check_engine<decltype(net<ipu::f16>), ipu_test::small_target<16>>(1e-2, softsign_reference);
 }
 
 TEST_CASE("a user-defined op is named, planned and reported like the library's own") {
   constexpr const auto& plan = ipu::plan_v<net_t, ipu_test::small_target<16>>;
   static_assert(plan.fits);
   static_assert(plan.plan_of(3).cycles.compute > 0);  // the default cost: one vector per cycle
-  static_assert(plan.codelets[0] == 7);  // conv, batch_norm, leaky_relu, add, global_avg_pool, dense, softmax
+  static_assert(plan.codelets[0] == 7);  // conv, batch_norm, softsign, add, global_avg_pool, dense, softmax
   const std::string summary = ipu::summary<net_t>().str();
-  CHECK(summary.find("leaky_relu") != std::string::npos);
+  CHECK(summary.find("softsign") != std::string::npos);
 }

@@ -88,10 +88,13 @@ constexpr counts basic_reference(int layers, int64_t in_channels, int64_t classe
   return c;
 }
 
-// MobileNetV2 per the paper's table 2 and torchvision: (expansion, channels, blocks, stride).
-constexpr counts mobilenet_v2_reference(int64_t in_channels, int64_t classes, int64_t image, int64_t batch) {
-  constexpr int64_t settings[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
-                                      {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+// MobileNetV2 and EfficientNet-B0: a 3x3/2 stem to 32 channels, stages of inverted residuals
+// (expansion t, kernel k, stride s, channels, blocks n), a 1x1 head to 1280 and a classifier;
+// EfficientNet's blocks squeeze-and-excite to a quarter of their input channels.
+struct stage { int64_t t, k, s, out, n; };
+
+constexpr counts inverted_reference(const std::array<stage, 7>& stages, bool squeeze_excite, int64_t in_channels,
+                                    int64_t classes, int64_t image, int64_t batch) {
   counts c;
   auto conv = [&](int64_t k, int64_t cin, int64_t cout, int64_t groups, int64_t out_hw) {
     c.params += k * k * cin / groups * cout + 2 * cout;  // and its batch norm
@@ -100,11 +103,16 @@ constexpr counts mobilenet_v2_reference(int64_t in_channels, int64_t classes, in
   int64_t hw = (image + 1) / 2;
   conv(3, in_channels, 32, 1, hw);
   int64_t ch = 32;
-  for (const auto& [t, out, n, s] : settings)
+  for (const auto& [t, k, s, out, n] : stages)
     for (int64_t i = 0; i < n; ++i) {
       const int64_t stride = i == 0 ? s : 1, out_hw = (hw + stride - 1) / stride, hidden = ch * t;
       if (t != 1) conv(1, ch, hidden, 1, hw);
-      conv(3, hidden, hidden, hidden, out_hw);
+      conv(k, hidden, hidden, hidden, out_hw);
+      if (squeeze_excite) {
+        const int64_t squeezed = ch / 4 > 1 ? ch / 4 : 1;
+        c.params += hidden * squeezed + squeezed + squeezed * hidden + hidden;  // two 1x1 convs with biases
+        c.macs += 2 * batch * hidden * squeezed;
+      }
       conv(1, hidden, out, 1, out_hw);
       hw = out_hw;
       ch = out;
@@ -114,7 +122,41 @@ constexpr counts mobilenet_v2_reference(int64_t in_channels, int64_t classes, in
   c.macs += batch * 1280 * classes;
   return c;
 }
+
+// MobileNetV2 per the paper's table 2 and torchvision.
+constexpr counts mobilenet_v2_reference(int64_t in_channels, int64_t classes, int64_t image, int64_t batch) {
+  constexpr std::array<stage, 7> stages{{{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 3, 2, 32, 3}, {6, 3, 2, 64, 4},
+                                         {6, 3, 1, 96, 3}, {6, 3, 2, 160, 3}, {6, 3, 1, 320, 1}}};
+  return inverted_reference(stages, false, in_channels, classes, image, batch);
+}
+
+// EfficientNet-B0 per the paper's table 1 and torchvision.
+constexpr counts efficientnet_b0_reference(int64_t in_channels, int64_t classes, int64_t image, int64_t batch) {
+  constexpr std::array<stage, 7> stages{{{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
+                                         {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}}};
+  return inverted_reference(stages, true, in_channels, classes, image, batch);
+}
 }  // namespace
+
+TEST_CASE("EfficientNet-B0 has torchvision's 5,288,548 parameters and ~0.39 G MACs", "[models]") {
+  using G = m::efficientnet_b0<ipu::f32, 1>;
+  STATIC_REQUIRE(ipu::param_count_v<G> == 5'288'548);  // torchvision: 0.39 GFLOPS (multiply-adds)
+  STATIC_REQUIRE(ipu::mac_count_v<G> > 385'000'000 && ipu::mac_count_v<G> < 395'000'000);
+  constexpr counts ref = efficientnet_b0_reference(3, 1000, 224, 1), small = efficientnet_b0_reference(4, 10, 96, 2);
+  STATIC_REQUIRE(ipu::param_count_v<G> == ref.params);
+  STATIC_REQUIRE(ipu::mac_count_v<G> == ref.macs);
+  using small_t = m::efficientnet_b0<ipu::f16, 2, 4, 10, 96>;
+  STATIC_REQUIRE(ipu::param_count_v<small_t> == small.params);
+  STATIC_REQUIRE(ipu::mac_count_v<small_t> == small.macs);
+  constexpr auto& t = ipu::node_table_v<G>;
+  STATIC_REQUIRE(t[ipu::find_node(t, "stem.silu1")].out == ipu::nhwc(1, 112, 112, 32));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage2.block1.se.multiply1")].out == ipu::nhwc(1, 56, 56, 144));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage2.block1.se.multiply1.branch2.conv1")].out == ipu::nhwc(1, 1, 1, 6));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage3.conv2")].layer.kernel == 5);  // depthwise 5x5, stride 2
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage3.conv2")].out == ipu::nhwc(1, 28, 28, 144));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage6.block3.add")].out == ipu::nhwc(1, 7, 7, 192));
+  STATIC_REQUIRE(t[ipu::find_node(t, "head.conv1")].out == ipu::nhwc(1, 7, 7, 1280));
+}
 
 TEST_CASE("ResNet-18 and ResNet-34 have torchvision's parameters and MACs", "[models]") {
   using r18 = m::resnet18<ipu::f32, 1>;

@@ -318,3 +318,34 @@ TEST_CASE("max_relative_error") {
     CHECK(std::isnan(ref::max_relative_error(expected, actual, 4)));
   }
 }
+
+TEST_CASE("explicit padding, a bias, and averages that count padding") {
+  SECTION("VALID: no padding, floor((in - k) / stride) + 1") {
+    // x[i][j] = 3i + j on 3x3, a 2x2 kernel of ones: the four 2x2 sums.
+    const tensor y = ref::conv2d(iota(9, 0), 1, 3, 3, 1, tensor(4, 1.0), 2, 1, 1, 1, {false});
+    require_close(y, {0 + 1 + 3 + 4, 1 + 2 + 4 + 5, 3 + 4 + 6 + 7, 4 + 5 + 7 + 8});
+    CHECK(ref::conv2d(tensor(7 * 7, 1.0), 1, 7, 7, 1, tensor(49, 1.0), 7, 1, 2, 1, {false}).size() == 1);
+  }
+  SECTION("asymmetric amounts: two rows above, none below, one column right") {
+    // x = 1..4 on 2x2, k = 2: out = (2 + 2 - 2) / 1 + 1 = 3 rows, (2 + 1 - 2) + 1 = 2 columns.
+    // Row 0's windows lie wholly in the padding; row 1 reads image row 0; row 2 both.
+    const tensor y = ref::conv2d(iota(4), 1, 2, 2, 1, tensor(4, 1.0), 2, 1, 1, 1, {false, 2, 0, 0, 1});
+    require_close(y, {0, 0, 1 + 2, 2, 1 + 2 + 3 + 4, 2 + 4});
+  }
+  SECTION("a bias per filter") {
+    const tensor y = ref::conv2d({1, 10}, 1, 1, 1, 2, {1, 2, 3, 4, 5, 6}, 1, 3, 1, 1, {}, {0.5, -1, 2});
+    require_close(y, {41.5, 51, 65});
+  }
+  SECTION("average over a 3x3 window padded by 1 on a 2x2 image") {
+    // Every window holds the whole image, sum 10: 4 cells inside, 9 in the padded image.
+    require_close(ref::avg_pool(iota(4), 1, 2, 2, 1, 3, 1, {false, 1, 1, 1, 1}), tensor(4, 2.5));
+    require_close(ref::avg_pool(iota(4), 1, 2, 2, 1, 3, 1, {false, 1, 1, 1, 1}, true), tensor(4, 10.0 / 9));
+    // SAME on 3x3 at stride 2: out 2, total padding 1, after: window 0 has 4 image cells and
+    // 4 padded ones, window 1 of row 0 (columns 2, 3) 2 image cells of 4.
+    const tensor same = ref::avg_pool(iota(9, 0), 1, 3, 3, 1, 2, 2, {}, true);
+    require_close(same, {(0 + 1 + 3 + 4) / 4.0, (2 + 5) / 4.0, (6 + 7) / 4.0, 8 / 4.0});
+  }
+  SECTION("max pooling never takes the padding") {
+    require_close(ref::max_pool({-1, -2, -3, -4}, 1, 2, 2, 1, 3, 2, {false, 1, 1, 1, 1}), {-1});
+  }
+}

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,11 +56,9 @@ std::vector<double> reference_output(const ipu::input_tensor_t<G>& x, const ipu:
   return ref::forward(ipu::node_table_v<G>, in, [&](int j) {
     const ipu::layer_weights& l = w.of_node(j);
     ref::params p;
-    if (l.kind() == ipu::op_of<ipu::ops::conv>) {
+    if (l.kind() == ipu::op_of<ipu::ops::conv> || l.kind() == ipu::op_of<ipu::ops::dense>) {
       p.kernel = to_double(l["kernel"]);
-    } else if (l.kind() == ipu::op_of<ipu::ops::dense>) {
-      p.kernel = to_double(l["kernel"]);
-      p.bias = to_double(l["bias"]);
+      if (l.contains("bias")) p.bias = to_double(l["bias"]);
     } else {
       p.scale = to_double(l["scale"]);
       p.shift = to_double(l["shift"]);
@@ -68,6 +67,14 @@ std::vector<double> reference_output(const ipu::input_tensor_t<G>& x, const ipu:
     }
     return p;
   }, other);
+}
+
+/// What the summary prints after layer `Layer`'s op name (`ops::<op>::describe`): ` 3x3/2`.
+template <class Layer>
+std::string summary_column() {
+  std::ostringstream os;
+  ipu::ops::info_of<typename Layer::op_type>.describe(os, ipu::layer_params_of<Layer>);
+  return os.str();
 }
 
 }  // namespace ipu_test

@@ -6,9 +6,10 @@
 ///
 /// Layouts: activations NHWC flattened row-major, 2-D tensors [N, C]. Conv weights HWIO
 /// `[kh, kw, in_channels / groups, out_channels]`; dense kernel `[in, out]`, bias `[out]`.
-/// Convolution and pooling use TensorFlow's SAME padding: out = ceil(in / stride),
-/// pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total / 2 (the extra
-/// cell, if any, goes at the bottom / right).
+/// Convolution and pooling use TensorFlow's SAME padding unless a node's is explicit: out =
+/// ceil(in / stride), pad_total = max((out - 1) * stride + k - in, 0), pad_before =
+/// pad_total / 2 (the extra cell, if any, goes at the bottom / right); explicit padding
+/// `before, after` gives out = floor((in + before + after - k) / stride) + 1.
 
 #include <ipu/graph/layers.hpp>
 #include <ipu/graph/node.hpp>
@@ -27,6 +28,12 @@ namespace ipu_test::ref {
 
 using tensor = std::vector<double>;
 
+/// The padding of a window: TensorFlow's SAME, or explicit amounts per side.
+struct padding {
+  bool same = true;
+  int top = 0, bottom = 0, left = 0, right = 0;
+};
+
 namespace detail {
 
 inline std::size_t sz(std::int64_t i) { return static_cast<std::size_t>(i); }
@@ -36,12 +43,23 @@ inline std::size_t at(int a, int b, int c, int d, int B, int C, int D) {
   return sz(((std::int64_t{a} * B + b) * C + c) * D + d);
 }
 
-/// SAME padding along one axis.
-struct same {
-  int out, pad_before;
-  same(int in, int k, int stride)
-      : out((in + stride - 1) / stride),
-        pad_before(std::max((out - 1) * stride + k - in, 0) / 2) {}
+/// One axis of a window: the output extent, the padding before the first cell, and the end
+/// of the padded axis (the input and the padding on both sides).
+struct axis {
+  int out, pad_before, padded_end;
+  /// TensorFlow's SAME when `same`, else `before` and `after` cells (PyTorch's `padding`).
+  axis(int in, int k, int stride, bool same = true, int before = 0, int after = 0) {
+    if (same) {
+      out = (in + stride - 1) / stride;
+      const int total = std::max((out - 1) * stride + k - in, 0);
+      pad_before = total / 2;
+      padded_end = in + total;
+    } else {
+      out = (in + before + after - k) / stride + 1;
+      pad_before = before;
+      padded_end = in + before + after;
+    }
+  }
 };
 
 inline void expect_size(const tensor& x, std::int64_t n, const char* what) {
@@ -51,48 +69,52 @@ inline void expect_size(const tensor& x, std::int64_t n, const char* what) {
                                 std::to_string(n));
 }
 
-enum class pool_kind { max, avg };
+enum class pool_kind { max, avg, avg_counting_padding };
 
 inline tensor pool(pool_kind kind, const tensor& x, int n, int h, int w, int c, int k,
-                   int stride) {
+                   int stride, const padding& pad) {
   expect_size(x, std::int64_t{n} * h * w * c, "pool input");
-  const same ph(h, k, stride), pw(w, k, stride);
+  const axis ph(h, k, stride, pad.same, pad.top, pad.bottom), pw(w, k, stride, pad.same, pad.left, pad.right);
   tensor y(sz(std::int64_t{n} * ph.out * pw.out * c));
   for (int b = 0; b < n; ++b)
     for (int oy = 0; oy < ph.out; ++oy)
       for (int ox = 0; ox < pw.out; ++ox)
         for (int ch = 0; ch < c; ++ch) {
           double acc = kind == pool_kind::max ? -std::numeric_limits<double>::infinity() : 0.0;
-          int count = 0;
+          int count = 0, padded = 0;
           for (int ky = 0; ky < k; ++ky)
             for (int kx = 0; kx < k; ++kx) {
               const int iy = oy * stride - ph.pad_before + ky;
               const int ix = ox * stride - pw.pad_before + kx;
-              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;  // padding: ignored
+              // Cells of the padded image count in PyTorch's divisor; only the image's are read.
+              if (iy + ph.pad_before < ph.padded_end && ix + pw.pad_before < pw.padded_end) ++padded;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
               const double v = x[at(b, iy, ix, ch, h, w, c)];
               acc = kind == pool_kind::max ? std::max(acc, v) : acc + v;
               ++count;
             }
-          y[at(b, oy, ox, ch, ph.out, pw.out, c)] = kind == pool_kind::max ? acc : acc / count;
+          y[at(b, oy, ox, ch, ph.out, pw.out, c)] =
+              kind == pool_kind::max ? acc : acc / (kind == pool_kind::avg ? count : padded);
         }
   return y;
 }
 
 }  // namespace detail
 
-/// 2-D convolution, SAME padding, no bias. `x` is [n, h, w, c]; `kernel` is
-/// [k, k, c / groups, filters]; the result is [n, ceil(h / stride), ceil(w / stride), filters].
-/// Group g reads input channels [g*c/groups, (g+1)*c/groups) and writes output channels
-/// [g*filters/groups, (g+1)*filters/groups).
+/// 2-D convolution, SAME padding unless `pad` is explicit, plus `bias` unless it is empty.
+/// `x` is [n, h, w, c]; `kernel` is [k, k, c / groups, filters]; with SAME padding the result
+/// is [n, ceil(h / stride), ceil(w / stride), filters]. Group g reads input channels
+/// [g*c/groups, (g+1)*c/groups) and writes output channels [g*filters/groups, (g+1)*filters/groups).
 inline tensor conv2d(const tensor& x, int n, int h, int w, int c, const tensor& kernel, int k,
-                     int filters, int stride, int groups) {
+                     int filters, int stride, int groups, const padding& pad = {}, const tensor& bias = {}) {
   using detail::at;
   if (groups < 1 || c % groups != 0 || filters % groups != 0)
     throw std::invalid_argument("ipu_test::ref::conv2d: groups must divide channels and filters");
   const int cin_g = c / groups, cout_g = filters / groups;
   detail::expect_size(x, std::int64_t{n} * h * w * c, "conv2d input");
   detail::expect_size(kernel, std::int64_t{k} * k * cin_g * filters, "conv2d kernel");
-  const detail::same ph(h, k, stride), pw(w, k, stride);
+  if (!bias.empty()) detail::expect_size(bias, filters, "conv2d bias");
+  const detail::axis ph(h, k, stride, pad.same, pad.top, pad.bottom), pw(w, k, stride, pad.same, pad.left, pad.right);
   tensor y(detail::sz(std::int64_t{n} * ph.out * pw.out * filters));
   for (int b = 0; b < n; ++b)
     for (int oy = 0; oy < ph.out; ++oy)
@@ -109,7 +131,7 @@ inline tensor conv2d(const tensor& x, int n, int h, int w, int c, const tensor& 
                 acc += x[at(b, iy, ix, g * cin_g + ci, h, w, c)] *
                        kernel[at(ky, kx, ci, co, k, cin_g, filters)];
             }
-          y[at(b, oy, ox, co, ph.out, pw.out, filters)] = acc;
+          y[at(b, oy, ox, co, ph.out, pw.out, filters)] = acc + (bias.empty() ? 0.0 : bias[detail::sz(co)]);
         }
   return y;
 }
@@ -150,6 +172,21 @@ inline tensor multiply(const tensor& a, const tensor& b) {
   return y;
 }
 
+/// `x` of shape `from` repeated along each axis where `from` has extent 1 and `to` more, to
+/// shape `to` (both rank 4, or rank 2 with the last two extents 1).
+inline tensor broadcast(const tensor& x, const std::array<std::int64_t, 4>& from, const std::array<std::int64_t, 4>& to) {
+  detail::expect_size(x, from[0] * from[1] * from[2] * from[3], "broadcast input");
+  tensor y(detail::sz(to[0] * to[1] * to[2] * to[3]));
+  const auto pick = [&](int axis, std::int64_t i) { return from[detail::sz(axis)] == 1 ? 0 : i; };
+  for (std::int64_t a = 0; a < to[0]; ++a)
+    for (std::int64_t b = 0; b < to[1]; ++b)
+      for (std::int64_t c = 0; c < to[2]; ++c)
+        for (std::int64_t d = 0; d < to[3]; ++d)
+          y[detail::sz(((a * to[1] + b) * to[2] + c) * to[3] + d)] =
+              x[detail::sz(((pick(0, a) * from[1] + pick(1, b)) * from[2] + pick(2, c)) * from[3] + pick(3, d))];
+  return y;
+}
+
 /// Tensors of `positions` x `channels[k]` each, concatenated along the last axis.
 inline tensor concat(const std::vector<const tensor*>& parts, const std::vector<int>& channels, std::int64_t positions) {
   std::int64_t total = 0;
@@ -166,14 +203,18 @@ inline tensor concat(const std::vector<const tensor*>& parts, const std::vector<
   return y;
 }
 
-/// Max pooling, k x k window, SAME padding; padded positions are ignored.
-inline tensor max_pool(const tensor& x, int n, int h, int w, int c, int k, int stride) {
-  return detail::pool(detail::pool_kind::max, x, n, h, w, c, k, stride);
+/// Max pooling, k x k window, SAME padding unless `pad` is explicit; padded positions are ignored.
+inline tensor max_pool(const tensor& x, int n, int h, int w, int c, int k, int stride, const padding& pad = {}) {
+  return detail::pool(detail::pool_kind::max, x, n, h, w, c, k, stride, pad);
 }
 
-/// Average pooling, k x k window, SAME padding; divides by the number of non-padded cells.
-inline tensor avg_pool(const tensor& x, int n, int h, int w, int c, int k, int stride) {
-  return detail::pool(detail::pool_kind::avg, x, n, h, w, c, k, stride);
+/// Average pooling, k x k window, SAME padding unless `pad` is explicit; divides by the number
+/// of non-padded cells, or with `count_padding` by the window's cells in the padded image
+/// (PyTorch's `count_include_pad=True`).
+inline tensor avg_pool(const tensor& x, int n, int h, int w, int c, int k, int stride, const padding& pad = {},
+                       bool count_padding = false) {
+  return detail::pool(count_padding ? detail::pool_kind::avg_counting_padding : detail::pool_kind::avg, x, n, h, w, c,
+                      k, stride, pad);
 }
 
 /// Mean over H and W: [n, h, w, c] -> [n, c].
@@ -187,6 +228,40 @@ inline tensor global_avg_pool(const tensor& x, int n, int h, int w, int c) {
         for (int ix = 0; ix < w; ++ix) acc += x[detail::at(b, iy, ix, ch, h, w, c)];
       y[detail::sz(std::int64_t{b} * c + ch)] = acc / (double(h) * w);
     }
+  return y;
+}
+
+/// Adaptive average pooling to [n, oh, ow, c] (PyTorch's AdaptiveAvgPool2d): output row i
+/// averages input rows [floor(i * h / oh), ceil((i + 1) * h / oh)), columns likewise.
+inline tensor adaptive_avg_pool(const tensor& x, int n, int h, int w, int c, int oh, int ow) {
+  detail::expect_size(x, std::int64_t{n} * h * w * c, "adaptive_avg_pool input");
+  tensor y(detail::sz(std::int64_t{n} * oh * ow * c));
+  for (int b = 0; b < n; ++b)
+    for (int i = 0; i < oh; ++i)
+      for (int j = 0; j < ow; ++j) {
+        const int r0 = i * h / oh, r1 = ((i + 1) * h + oh - 1) / oh;
+        const int c0 = j * w / ow, c1 = ((j + 1) * w + ow - 1) / ow;
+        for (int ch = 0; ch < c; ++ch) {
+          double acc = 0;
+          for (int r = r0; r < r1; ++r)
+            for (int col = c0; col < c1; ++col) acc += x[detail::at(b, r, col, ch, h, w, c)];
+          y[detail::at(b, i, j, ch, oh, ow, c)] = acc / ((r1 - r0) * (c1 - c0));
+        }
+      }
+  return y;
+}
+
+/// Maximum over H and W: [n, h, w, c] -> [n, c].
+inline tensor global_max_pool(const tensor& x, int n, int h, int w, int c) {
+  detail::expect_size(x, std::int64_t{n} * h * w * c, "global_max_pool input");
+  tensor y(detail::sz(std::int64_t{n} * c), -std::numeric_limits<double>::infinity());
+  for (int b = 0; b < n; ++b)
+    for (int iy = 0; iy < h; ++iy)
+      for (int ix = 0; ix < w; ++ix)
+        for (int ch = 0; ch < c; ++ch) {
+          double& m = y[detail::sz(std::int64_t{b} * c + ch)];
+          m = std::max(m, x[detail::at(b, iy, ix, ch, h, w, c)]);
+        }
   return y;
 }
 
@@ -255,22 +330,38 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
       return out[detail::sz(j)];
     };
     const int self = static_cast<int>(i);
+    const padding pad{nd.layer.pad.same, nd.layer.pad.top, nd.layer.pad.bottom, nd.layer.pad.left, nd.layer.pad.right};
     const auto is = [&]<class Op>(Op) { return nd.kind == ipu::op_of<Op>; };
     namespace ops = ipu::ops;
     if (is(ops::input{})) {
       out[i] = input;
     } else if (is(ops::conv{})) {
-      out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), params_of(self).kernel, nd.layer.kernel, nd.layer.filters,
-                      nd.layer.stride, nd.layer.groups);
+      const params p = params_of(self);
+      out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), p.kernel, nd.layer.kernel, nd.layer.filters,
+                      nd.layer.stride, nd.layer.groups, pad, p.bias);
     } else if (is(ops::batch_norm{})) {
       const params p = params_of(self);
       out[i] = batch_norm(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift, p.mean, p.variance);
     } else if (is(ops::relu{})) {
       out[i] = relu(src(nd.input()));
     } else if (is(ops::max_pool{})) {
-      out[i] = max_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
+      out[i] = max_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride, pad);
     } else if (is(ops::avg_pool{})) {
-      out[i] = avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride);
+      out[i] = avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride, pad,
+                        nd.layer.count_padding);
+    } else if (is(ops::adaptive_avg_pool{})) {
+      out[i] = adaptive_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), static_cast<int>(nd.out.dim[1]),
+                                 static_cast<int>(nd.out.dim[2]));
+    } else if (is(ops::sigmoid{})) {
+      out[i] = src(nd.input());
+      for (double& v : out[i]) v = 1 / (1 + std::exp(-v));
+    } else if (is(ops::global_max_pool{})) {
+      out[i] = global_max_pool(src(nd.input()), d(0), d(1), d(2), d(3));
+    } else if (is(ops::flatten{})) {
+      out[i] = src(nd.input());  // NHWC row-major is [N, H*W*C] row-major
+    } else if (is(ops::leaky_relu{})) {
+      out[i] = src(nd.input());
+      for (double& v : out[i]) v = v < 0 ? nd.layer.alpha * v : v;
     } else if (is(ops::global_avg_pool{})) {
       out[i] = global_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3));
     } else if (is(ops::dense{})) {
@@ -280,9 +371,15 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
       const int c = static_cast<int>(nd.in.channels());
       out[i] = softmax(src(nd.input()), static_cast<int>(nd.in.elements() / c), c);
     } else if (is(ops::add{}) || is(ops::multiply{})) {
+      const auto dims = [](const ipu::shape& s) {
+        return std::array<std::int64_t, 4>{s.dim[0], s.dim[1], s.rank == 4 ? s.dim[2] : 1, s.rank == 4 ? s.dim[3] : 1};
+      };
       tensor y = src(nd.input());
-      for (int k = 1; k < nd.input_count; ++k)
-        y = is(ops::add{}) ? add(y, src(nd.inputs[detail::sz(k)])) : multiply(y, src(nd.inputs[detail::sz(k)]));
+      for (int k = 1; k < nd.input_count; ++k) {
+        const int j = nd.inputs[detail::sz(k)];
+        const tensor operand = broadcast(src(j), dims(table[detail::sz(j)].out), dims(nd.out));
+        y = is(ops::add{}) ? add(y, operand) : multiply(y, operand);
+      }
       out[i] = std::move(y);
     } else if (is(ops::concat{})) {
       std::vector<const tensor*> parts;

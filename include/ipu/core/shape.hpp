@@ -35,6 +35,48 @@ constexpr shape nhwc(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_
 /// The rank-2 shape `[n, c]`.
 constexpr shape nc(std::int64_t n, std::int64_t c) noexcept { return {2, {n, c, 0, 0}}; }
 
+/// The padding of a sliding window (a convolution or pooling) along height and width: either
+/// TensorFlow's SAME, which pads so that the output has `ceil(in / stride)` rows and columns
+/// and puts the smaller half of the padding before (above, left), or explicit amounts, as
+/// PyTorch's `padding=` (VALID is every amount zero). An explicit output has
+/// `floor((in + before + after - kernel) / stride) + 1` rows (columns); padded cells are never
+/// read: a convolution skips their taps (zeros), a pooling leaves them out of its window.
+struct padding {
+  bool same = true;  ///< TensorFlow's SAME; when false, the amounts below
+  int top = 0;       ///< rows above the image
+  int bottom = 0;    ///< rows below the image
+  int left = 0;      ///< columns left of the image
+  int right = 0;     ///< columns right of the image
+
+  /// Output extent along an axis of `in` cells with `before` and `after` explicit padding.
+  constexpr std::int64_t out_extent(std::int64_t in, int before, int after, int kernel, int stride) const noexcept {
+    if (same) return (in + stride - 1) / stride;
+    return (in + before + after - kernel) / stride + 1;
+  }
+  /// Output rows for `in` input rows.
+  constexpr std::int64_t out_height(std::int64_t in, int kernel, int stride) const noexcept {
+    return out_extent(in, top, bottom, kernel, stride);
+  }
+  /// Output columns for `in` input columns.
+  constexpr std::int64_t out_width(std::int64_t in, int kernel, int stride) const noexcept {
+    return out_extent(in, left, right, kernel, stride);
+  }
+  /// Whether a `kernel`-sized window fits an axis of `in` cells (SAME always does) and every
+  /// explicit amount is below `kernel`, so that every window reads at least one cell.
+  constexpr bool valid_for(std::int64_t in_height, std::int64_t in_width, int kernel) const noexcept {
+    if (same) return true;
+    const bool amounts = top < kernel && bottom < kernel && left < kernel && right < kernel;
+    return amounts && in_height + top + bottom >= kernel && in_width + left + right >= kernel;
+  }
+  /// Equal when both are SAME, or both explicit with the same amounts.
+  constexpr bool operator==(const padding&) const = default;
+};
+
+/// Explicit padding `top, bottom, left, right` (see `padding`).
+constexpr padding explicit_padding(int top, int bottom, int left, int right) noexcept {
+  return {false, top, bottom, left, right};
+}
+
 /// Prints `[4, 56, 56, 256]`.
 inline std::ostream& operator<<(std::ostream& os, const shape& s) {
   os << '[';

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// Composition: `|` sequences blocks, `nn::residual` adds a shortcut, `nn::add`, `nn::concat`
-/// and `nn::multiply` join parallel branches, `nn::repeat<N>` repeats a block,
+/// and `nn::multiply` join parallel branches, `nn::repeat<N>` repeats a block, `nn::dropout`
+/// marks where training drops values,
 /// `nn::scope<"name">` names one, `ipu::on<I>` places one on an IPU, `ipu::on_host` runs one
 /// on the host, and `ipu::input<...>` starts a graph.
 ///
@@ -38,6 +39,13 @@ struct repeat_t {};
 /// `Body` with its node paths prefixed by `Name.`.
 template <fixed_string Name, class Body>
 struct scope_t {};
+/// Dropout with rate `Rate`, in `[0, 1)` to a millionth: at inference the identity, so it
+/// lowers to no node, as TensorFlow's inference graph has none (`nn::dropout<0.2>`).
+template <scalar Rate>
+  requires(Rate.millionths >= 0 && Rate.millionths < 1'000'000)
+struct dropout_t {
+  static constexpr double rate = Rate.value();  ///< the fraction of values training drops
+};
 }  // namespace nn
 
 /// `Body` placed on IPU `Ipu`, or run on the host when `Ipu` is `host_device`.
@@ -52,6 +60,7 @@ template <int N, class B> inline constexpr bool is_compound_block<nn::repeat_t<N
 template <fixed_string S, class B> inline constexpr bool is_compound_block<nn::scope_t<S, B>> = true;
 template <int I, class B> inline constexpr bool is_compound_block<on_t<I, B>> = true;
 template <class J, class... B> inline constexpr bool is_compound_block<nn::join_t<J, B...>> = true;
+template <nn::scalar R> inline constexpr bool is_compound_block<nn::dropout_t<R>> = true;
 }  // namespace detail
 
 /// Anything that can be composed with `|`: a layer or a compound block.
@@ -156,6 +165,10 @@ template <Branch... Bs>
 constexpr join_t<ops::concat, ipu::detail::as_branch_t<Bs>...> concat(Bs...) noexcept {
   return {};
 }
+
+/// `dropout<Rate>`: see `dropout_t`; the identity at inference, no node.
+template <scalar Rate>
+inline constexpr dropout_t<Rate> dropout{};
 
 /// `repeat<Count>(block)`: `Count` copies of `block`, each with its own weights.
 template <int Count, Block Body>

@@ -54,6 +54,8 @@ struct first_branch_output { std::int64_t d0, d1, d2, d3; };
 struct other_branch_output { std::int64_t d0, d1, d2, d3; };
 /// A branch of a join, counted from 1.
 struct branch { std::int64_t value; };
+/// Explicit padding of a window, as a labelled template argument.
+struct padding_top_bottom_left_right { std::int64_t top, bottom, left, right; };
 /// The most distinct ops one scope may name, as a labelled template argument.
 struct max_ops { std::int64_t value; };
 
@@ -74,10 +76,12 @@ struct residual_branches_must_have_equal_shapes {
   static constexpr bool value = false;
 };
 
-/// Error: the branches of `nn::add` or `nn::multiply` give different shapes.
+/// Error: a branch of `nn::add` or `nn::multiply` gives a shape that neither equals the first
+/// branch's nor broadcasts to it.
 template <auto Layer, first_branch_output First, branch Branch, other_branch_output Other>
 struct join_branches_must_have_equal_shapes {
-  static_assert(Branch.value < 0, "ipu: the branches of nn::add and nn::multiply must give the same shape");
+  static_assert(Branch.value < 0, "ipu: each branch of nn::add and nn::multiply must give the first branch's shape, "
+                                  "or one that broadcasts to it (each extent equal or 1)");
   static constexpr bool value = false;
 };
 
@@ -93,8 +97,8 @@ struct concat_branches_must_agree_but_in_channels {
 template <auto Layer, input_nhwc In>
 struct dense_needs_a_2d_input {
   static_assert(In.h == 0 && In.w == 0,
-                "ipu: nn::dense on a 4-D tensor; reduce it first (nn::global_avg_pool), ipu never flattens "
-                "silently");
+                "ipu: nn::dense on a 4-D tensor; reduce it first (nn::global_avg_pool) or keep every value "
+                "(nn::flatten), ipu never flattens silently");
   static constexpr bool value = false;
 };
 
@@ -110,6 +114,16 @@ template <auto Layer, window_size Window, input_height H, input_width W>
 struct pool_window_must_fit_input {
   static_assert(Window.value <= H.value && Window.value <= W.value,
                 "ipu: the pooling window is larger than its input");
+  static constexpr bool value = false;
+};
+
+/// Error: explicit padding of a conv or pooling window that is not below the window on each
+/// side, or that leaves the padded input smaller than the window.
+template <auto Layer, window_size Window, padding_top_bottom_left_right Padding, input_height H, input_width W>
+struct window_padding_must_be_below_the_window {
+  static_assert(Window.value < 0,
+                "ipu: explicit padding must be smaller than the window on each side, and the padded input at least "
+                "the window");
   static constexpr bool value = false;
 };
 
@@ -170,6 +184,10 @@ consteval auto report_graph_error() {
     return diag::concat_branches_must_agree_but_in_channels<
         layer, diag::first_branch_output{a.dim[0], a.dim[1], a.dim[2], a.dim[3]}, diag::branch{E.x},
         diag::other_branch_output{b.dim[0], b.dim[1], b.dim[2], b.dim[3]}>::value;
+  } else if constexpr (E.kind == padding_too_large) {
+    return diag::window_padding_must_be_below_the_window<
+        layer, diag::window_size{E.x}, diag::padding_top_bottom_left_right{b.dim[0], b.dim[1], b.dim[2], b.dim[3]},
+        diag::input_height{a.dim[1]}, diag::input_width{a.dim[2]}>::value;
   } else if constexpr (E.kind == too_many_ops_in_scope) {
     return diag::too_many_ops_in_one_scope<layer, diag::max_ops{E.x}>::value;
   } else if constexpr (E.kind == duplicate_path) {

@@ -7,17 +7,21 @@
 /// in user code.
 
 #include <ipu/graph/node.hpp>
+#include <ipu/ops/adaptive_avg_pool.hpp>
 #include <ipu/ops/add.hpp>
 #include <ipu/ops/batch_norm.hpp>
 #include <ipu/ops/concat.hpp>
 #include <ipu/ops/conv.hpp>
 #include <ipu/ops/dense.hpp>
+#include <ipu/ops/flatten.hpp>
 #include <ipu/ops/gelu.hpp>
 #include <ipu/ops/gelu_tanh.hpp>
 #include <ipu/ops/global_avg_pool.hpp>
+#include <ipu/ops/global_max_pool.hpp>
 #include <ipu/ops/hard_sigmoid.hpp>
 #include <ipu/ops/hard_swish.hpp>
 #include <ipu/ops/input.hpp>
+#include <ipu/ops/leaky_relu.hpp>
 #include <ipu/ops/pool.hpp>
 #include <ipu/ops/relu.hpp>
 #include <ipu/ops/relu6.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Convolution (dense and grouped, any kernel size and stride, SAME padding) and dense layers,
+/// Convolution (dense and grouped, any kernel size, stride and padding) and dense layers,
 /// one block of output channels at a time.
 ///
 /// Every output is the sum of its products in one fixed order — kernel row, kernel column,

@@ -34,7 +34,7 @@
 
 namespace ipu::kernels {
 
-/// The shape of one convolution with TensorFlow's SAME padding, NHWC, kernel HWIO
+/// The shape of one convolution, NHWC, kernel HWIO
 /// `[kernel][kernel][in_channels / groups][out_channels]`. A dense layer is a 1x1 convolution
 /// on 1x1 images.
 struct conv_shape {
@@ -58,17 +58,22 @@ struct conv_shape {
   /// output group `g` reads input group `g` only; 1 for an ordinary convolution. Must divide
   /// `in_channels` and `out_channels`.
   std::int64_t out_channels = 1, kernel = 1, stride = 1, groups = 1;
+  /// TensorFlow's SAME (the default) or explicit amounts, each below `kernel` (`ipu::padding`).
+  padding pad{};
 
-  /// Rows of each output image: `ceil(in_height / stride)`, as SAME padding gives.
-  constexpr std::int64_t out_height() const noexcept { return (in_height + stride - 1) / stride; }
-  /// Columns of each output image: `ceil(in_width / stride)`, as SAME padding gives.
-  constexpr std::int64_t out_width() const noexcept { return (in_width + stride - 1) / stride; }
+  /// Rows of each output image: `ceil(in_height / stride)` with SAME padding.
+  constexpr std::int64_t out_height() const noexcept {
+    return pad.out_height(in_height, static_cast<int>(kernel), static_cast<int>(stride));
+  }
+  /// Columns of each output image: `ceil(in_width / stride)` with SAME padding.
+  constexpr std::int64_t out_width() const noexcept {
+    return pad.out_width(in_width, static_cast<int>(kernel), static_cast<int>(stride));
+  }
   /// Output positions over all images.
   constexpr std::int64_t positions() const noexcept { return batch * out_height() * out_width(); }
-  /// The sliding-window geometry, with SAME padding, that `for_each_tap` and `kernels::conv`
-  /// take.
+  /// The sliding-window geometry that `for_each_tap` and `kernels::conv` take.
   constexpr window_geometry geometry() const noexcept {
-    return window_geometry::same(in_height, in_width, out_height(), out_width(), kernel, stride);
+    return window_geometry::of(in_height, in_width, out_height(), out_width(), kernel, stride, pad);
   }
   /// Multiply-adds counted as two operations, padding taps included (the usual convention).
   constexpr double flops() const noexcept {
@@ -280,6 +285,10 @@ class packed_conv {
       throw std::invalid_argument("ipu::kernels::packed_conv: every extent must be positive");
     if (s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0)
       throw std::invalid_argument("ipu::kernels::packed_conv: groups must divide the input and output channels");
+    if (!s.pad.valid_for(s.in_height, s.in_width, static_cast<int>(s.kernel)))
+      throw std::invalid_argument(
+          "ipu::kernels::packed_conv: explicit padding must be below the kernel on each side and the padded image "
+          "at least the kernel");
     if (kernel_size != static_cast<std::size_t>(s.kernel * s.kernel * (s.in_channels / s.groups) * s.out_channels))
       throw std::invalid_argument("ipu::kernels::packed_conv: the kernel must hold kernel*kernel*in/groups*out values");
   }

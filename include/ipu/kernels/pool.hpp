@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// Reductions over windows and rows: max and average pooling (SAME padding; the average
-/// counts only cells inside the image, as TensorFlow's), global average pooling and softmax.
+/// Reductions over windows and rows: max and average pooling (any padding; the average
+/// divides by the cells inside the image, as TensorFlow's, or by the window's cells inside the
+/// padded image, as PyTorch's default), global average and max pooling, and softmax.
 
 #include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
@@ -14,7 +15,16 @@
 namespace ipu::kernels {
 
 /// Which window reduction `pool` computes.
-enum class pool_kind : std::uint8_t { max, average };
+enum class pool_kind : std::uint8_t {
+  max,               ///< the largest value in the image
+  average,           ///< the sum over the cells in the image, divided by their number (TensorFlow's)
+  average_of_padded  ///< the same sum divided by the window's cells in the padded image (PyTorch's default)
+};
+
+/// The divisor of an average at output position `p` that read `count` cells.
+inline float divisor(pool_kind kind, const window_geometry& g, std::int64_t p, std::int64_t count) noexcept {
+  return static_cast<float>(kind == pool_kind::average_of_padded ? g.padded_taps(p) : count);
+}
 
 /// Output elements `[begin, end)` of an NHWC pooling with `channels` channels (element `e` is
 /// position `e / channels`, channel `e % channels`) into `out[e - begin]`.
@@ -31,7 +41,7 @@ void pool(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64
       sum += v;
       ++count;
     });
-    out[e - begin] = static_cast<T>(kind == pool_kind::max ? best : sum / static_cast<float>(count));
+    out[e - begin] = static_cast<T>(kind == pool_kind::max ? best : sum / divisor(kind, g, e / channels, count));
   }
 }
 
@@ -41,6 +51,15 @@ T mean(const T* x, std::int64_t stride, std::int64_t count) noexcept {
   float sum = 0;
   for (std::int64_t k = 0; k < count; ++k) sum += widen(x[k * stride]);
   return static_cast<T>(sum / static_cast<float>(count));
+}
+
+/// The largest of `count` values `x[0], x[stride], ...`, taken as `pool`'s maximum (a NaN
+/// never replaces the largest so far).
+template <class T>
+T maximum(const T* x, std::int64_t stride, std::int64_t count) noexcept {
+  float best = -std::numeric_limits<float>::infinity();
+  for (std::int64_t k = 0; k < count; ++k) best = std::max(best, widen(x[k * stride]));
+  return static_cast<T>(best);
 }
 
 // The vectorised reductions depend on IPU_SIMD, so they live in its namespace, as
@@ -66,7 +85,7 @@ void pool_positions(pool_kind kind, const window_geometry& g, image_view<T> in, 
         sum = simd::add(sum, v);
         ++count;
       });
-      const vec result = kind == pool_kind::max ? best : simd::div(sum, simd::splat(static_cast<float>(count)));
+      const vec result = kind == pool_kind::max ? best : simd::div(sum, simd::splat(divisor(kind, g, p, count)));
       simd::store_rounded(out + (p - begin) * channels + c, result, n);
     }
 }
@@ -81,6 +100,19 @@ void mean_pixels(const T* x, std::int64_t channels, std::int64_t count, T* out) 
     vec sum = simd::zero();
     for (std::int64_t k = 0; k < count; ++k) sum = simd::add(sum, simd::load_widened(x + k * channels + c, n));
     simd::store_rounded(out + c, simd::div(sum, simd::splat(static_cast<float>(count))), n);
+  }
+}
+
+/// `out[c] = maximum(x, channels, count)` offset by channel `c`, for `c < channels`, a vector
+/// of channels at a time (the same comparisons, so the same values).
+template <class T>
+void max_pixels(const T* x, std::int64_t channels, std::int64_t count, T* out) noexcept {
+  using simd::vec;
+  for (std::int64_t c = 0; c < channels; c += vec::width) {
+    const int n = static_cast<int>(std::min<std::int64_t>(vec::width, channels - c));
+    vec best = simd::splat(-std::numeric_limits<float>::infinity());
+    for (std::int64_t k = 0; k < count; ++k) best = simd::max(simd::load_widened(x + k * channels + c, n), best);
+    simd::store_rounded(out + c, best, n);
   }
 }
 

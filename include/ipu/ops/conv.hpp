@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// `ops::conv`: 2-D convolution with TensorFlow's SAME padding, no bias, optionally grouped.
-/// Weights HWIO `[kh, kw, in / groups, out]`. Kernels: `kernels::packed_conv` (fast mode, f32
+/// `ops::conv`: 2-D convolution, optionally grouped, with TensorFlow's SAME padding or explicit
+/// amounts (`ipu::padding`) and an optional bias. Weights HWIO `[kh, kw, in / groups, out]`
+/// and `[out]`. Kernels: `kernels::packed_conv` (fast mode, f32
 /// partials) and `kernels::conv` (faithful mode, and fast mode with f16 partials).
 ///
 /// The plan (`plan_matmul`, shared with `ops::dense`): output channels in blocks (the groups
@@ -114,41 +115,51 @@ struct conv : op_base {
   using kernel = matmul_kernel;  ///< its kernel, defined in `ipu/ops/kernels/conv.hpp`
   static constexpr bool epilogue_head = true;  ///< its epilogue absorbs a batch norm, an add and a ReLU
 
-  /// NHWC in, `[N, ceil(H / stride), ceil(W / stride), filters]` out; groups divide both the
-  /// input channels and the filters.
+  /// NHWC in, `[N, OH, OW, filters]` out (`padding::out_height`, `out_width`: with SAME
+  /// padding `ceil(H / stride)` and `ceil(W / stride)`); groups divide both the input channels
+  /// and the filters; explicit padding is below the kernel on each side.
   static constexpr inferred infer(const layer_params& p, const shape& in) noexcept {
     using enum detail::graph_error_kind;
     if (in.rank != 4) return failure(needs_4d_input, in);
     const std::int64_t c = in.channels();
     if (c % p.groups != 0 || p.filters % p.groups != 0) return failure(groups_do_not_divide_channels, in, p.filters, p.groups);
+    if (!p.pad.valid_for(in.dim[1], in.dim[2], p.kernel)) return padding_failure(p, in);
     inferred r;
-    r.out = nhwc(in.dim[0], detail::div_up(in.dim[1], p.stride), detail::div_up(in.dim[2], p.stride), p.filters);
-    r.params = std::int64_t{p.kernel} * p.kernel * (c / p.groups) * p.filters;
+    r.out = nhwc(in.dim[0], p.pad.out_height(in.dim[1], p.kernel, p.stride), p.pad.out_width(in.dim[2], p.kernel, p.stride),
+                 p.filters);
+    r.params = std::int64_t{p.kernel} * p.kernel * (c / p.groups) * p.filters + (p.bias ? p.filters : 0);
     r.macs = r.out.elements() * p.kernel * p.kernel * (c / p.groups);
     return r;
   }
 
-  /// `kernel`, HWIO; a fresh set is zero, a random one variance scaling (the seed's initialiser).
+  /// `kernel`, HWIO, and with a bias `bias` `[filters]`; a fresh set is zero, a random kernel
+  /// variance scaling (the seed's initialiser), a random bias uniform in [-0.1, 0.1] (as a
+  /// dense layer's).
   static constexpr tensor_specs tensors(const node& n) noexcept {
     const layer_params& p = n.layer;
-    return {{tensor_spec{"kernel", 4, {p.kernel, p.kernel, n.in.channels() / p.groups, n.out.channels()}, 0,
-                         {initializer::kind::variance_scaling}}},
-            1};
+    const std::int64_t out = n.out.channels();
+    return {{tensor_spec{"kernel", 4, {p.kernel, p.kernel, n.in.channels() / p.groups, out}, 0,
+                         {initializer::kind::variance_scaling}},
+             tensor_spec{"bias", 1, {out}, 0, {initializer::kind::uniform, -0.1, 0.1}}},
+            p.bias ? 2 : 1};
   }
-  /// The device holds the kernel as given.
-  static constexpr std::array<std::string_view, 1> device_tensors{"kernel"};
+  /// The device holds the kernel and the bias as given; a conv without a bias has an empty one.
+  static constexpr std::array<std::string_view, 2> device_tensors{"kernel", "bias"};
 
   /// See the file comment.
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
     const layer_params& p = in.n.layer;
-    plan_matmul(in, np, p.groups, p.kernel, p.stride, false);
-    add_weights(np, in.n.params, in.chip);
+    plan_matmul(in, np, p.groups, p.kernel, p.stride, p.bias);
+    add_weights(np, in.n.params - (p.bias ? in.n.out.channels() : 0), in.chip);
+    if (p.bias) add_weights(np, in.n.out.channels(), in.chip);
   }
 
-  /// `3x3/2`, and ` g32` when grouped.
+  /// `3x3/2`, then ` g32` when grouped, the padding when explicit (` pad 1,1,1,1`: top, bottom,
+  /// left, right) and ` +bias` with a bias.
   static void describe(std::ostream& os, const layer_params& p) {
-    os << ' ' << p.kernel << 'x' << p.kernel << '/' << p.stride;
+    describe_window(os, p);
     if (p.groups > 1) os << " g" << p.groups;
+    if (p.bias) os << " +bias";
   }
 };
 
@@ -156,19 +167,45 @@ struct conv : op_base {
 
 namespace ipu::nn {
 
-/// 2-D convolution with TensorFlow's SAME padding and no bias (a batch norm follows).
-/// Weights are HWIO: `[Kernel, Kernel, in_channels / Groups, Filters]`.
+/// What a convolution may add to its filters, kernel, stride and groups: a bias and explicit
+/// padding. Set through `conv_t`'s `with_bias()`, `padded(nn::pad<...>)` and `valid()`.
+struct conv_options {
+  bool bias = false;  ///< a bias per output channel
+  padding pad{};      ///< TensorFlow's SAME unless explicit (`ipu::padding`)
+};
+
+/// 2-D convolution, TensorFlow's SAME padding and no bias unless `Options` say otherwise.
+/// Weights are HWIO: `[Kernel, Kernel, in_channels / Groups, Filters]`, and `[Filters]` for
+/// the bias.
 ///
 /// \tparam Filters  output channels
 /// \tparam Kernel   height and width of the kernel
-/// \tparam Stride   step along height and width; the output is `[N, ceil(H/Stride), ceil(W/Stride), Filters]`
+/// \tparam Stride   step along height and width; with SAME padding the output is
+///                  `[N, ceil(H/Stride), ceil(W/Stride), Filters]`
 /// \tparam Groups   groups (cardinality); must divide both the input channels and `Filters`,
 ///                  which is checked when the graph is lowered
-template <int Filters, int Kernel, int Stride = 1, int Groups = 1>
+/// \tparam Options  bias and padding, set by the member functions below
+template <int Filters, int Kernel, int Stride = 1, int Groups = 1, conv_options Options = conv_options{}>
   requires(Filters > 0 && Kernel > 0 && Stride > 0 && Groups > 0)
 struct conv_t {
   using op_type = ops::conv;  ///< its op
-  static constexpr layer_params params{Filters, Kernel, Stride, Groups};  ///< its hyper-parameters
+  /// Its hyper-parameters.
+  static constexpr layer_params params{Filters, Kernel, Stride, Groups, Options.pad, Options.bias};
+
+  /// The same convolution adding a bias per output channel (`y = conv(x) + bias`), as
+  /// PyTorch's `bias=True` and Keras' `use_bias=True`.
+  constexpr auto with_bias() const noexcept {
+    return conv_t<Filters, Kernel, Stride, Groups, conv_options{true, Options.pad}>{};
+  }
+  /// The same convolution with explicit padding (`nn::pad<Top, Bottom, Left, Right>`, each
+  /// below `Kernel`, checked when the graph is lowered): `padded(nn::pad<3>)` is PyTorch's
+  /// `padding=3`; the output has `floor((H + Top + Bottom - Kernel) / Stride) + 1` rows.
+  template <padding P>
+  constexpr auto padded(pad_t<P>) const noexcept {
+    return conv_t<Filters, Kernel, Stride, Groups, conv_options{Options.bias, P}>{};
+  }
+  /// The same convolution without padding (TensorFlow's VALID, PyTorch's `padding=0`).
+  constexpr auto valid() const noexcept { return padded(pad<0>); }
 };
 /// `nn::conv<Filters, Kernel, Stride = 1, Groups = 1>`: see `conv_t`.
 template <int Filters, int Kernel, int Stride = 1, int Groups = 1>

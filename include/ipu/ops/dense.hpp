@@ -54,7 +54,7 @@ template <int Units>
   requires(Units > 0)
 struct dense_t {
   using op_type = ops::dense;  ///< its op
-  static constexpr layer_params params{Units};  ///< its hyper-parameters
+  static constexpr layer_params params{.filters = Units, .bias = true};  ///< its hyper-parameters
 };
 /// `nn::dense<Units>`: see `dense_t`.
 template <int Units>

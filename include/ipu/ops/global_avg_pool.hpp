@@ -1,17 +1,20 @@
 #pragma once
 /// \file
 /// `ops::global_avg_pool`: the mean over height and width, `[N, H, W, C]` to `[N, C]`
-/// (`kernels::mean`, `kernels::mean_pixels`). Each output element receives its H x W inputs.
+/// (`kernels::mean`, `kernels::mean_pixels`), and what it shares with `ops::global_max_pool`.
+/// Each output element receives its H x W inputs.
 
 #include <ipu/ops/op.hpp>
 
 namespace ipu::ops {
 
-/// Global average pooling (`nn::global_avg_pool`).
-struct global_avg_pool : op_base {
-  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/global_avg_pool.hpp`
-  static constexpr std::string_view name = "global_avg_pool";  ///< as `nn::global_avg_pool` names it
+/// The kernel of the global poolings: the mean (`Max` false) or the maximum of each image's
+/// pixels per channel. Defined in `ipu/ops/kernels/global_avg_pool.hpp`.
+template <bool Max>
+struct global_pool_kernel;
 
+/// What the global poolings share: the shape rule and the plan.
+struct global_pool_base : op_base {
   /// NHWC in, NC out.
   static constexpr inferred infer(const layer_params&, const shape& in) noexcept {
     if (in.rank != 4) return failure(detail::graph_error_kind::needs_4d_input, in);
@@ -22,6 +25,12 @@ struct global_avg_pool : op_base {
     np.step.kind = step_kind::reduce;
     np.step.reduce = in.n.in.dim[1] * in.n.in.dim[2];
   }
+};
+
+/// Global average pooling (`nn::global_avg_pool`).
+struct global_avg_pool : global_pool_base {
+  using kernel = global_pool_kernel<false>;  ///< its kernel
+  static constexpr std::string_view name = "global_avg_pool";  ///< as `nn::global_avg_pool` names it
 };
 
 }  // namespace ipu::ops

@@ -4,10 +4,12 @@
 /// in each op header, defined. Plan-only code includes the op headers alone and compiles no
 /// host kernel.
 
+#include <ipu/ops/kernels/adaptive_avg_pool.hpp>
 #include <ipu/ops/kernels/add.hpp>
 #include <ipu/ops/kernels/batch_norm.hpp>
 #include <ipu/ops/kernels/concat.hpp>
 #include <ipu/ops/kernels/conv.hpp>
+#include <ipu/ops/kernels/flatten.hpp>
 #include <ipu/ops/kernels/global_avg_pool.hpp>
 #include <ipu/ops/kernels/input.hpp>
 #include <ipu/ops/kernels/kernel.hpp>

@@ -57,6 +57,7 @@ enum class graph_error_kind : std::uint8_t {
   join_shapes_differ,             ///< a = the first branch's output, b = the first that differs, x = its branch (1-based)
   concat_shapes_differ,           ///< as join_shapes_differ, in an extent other than the last
   too_many_ops_in_scope,          ///< path names the node past the limit, x = the limit (`name_scope::capacity`)
+  padding_too_large,              ///< a = input shape, b = the padding `[top, bottom, left, right]`, x = window size
 };
 
 /// The first error of a graph, with the numbers its diagnostic prints.
@@ -136,7 +137,8 @@ struct plan_inputs {
 };
 
 /// A layer's tensors by name, as `to_device` reads them: `tensors("scale")` gives the values
-/// of the tensor called `scale`. Refers to the callable it is made from.
+/// of the tensor called `scale`, none if the layer has no such tensor (a conv without a bias).
+/// Refers to the callable it is made from.
 class tensor_source {
  public:
   /// Reads through `get`, a callable `std::span<const float>(std::string_view)` that must
@@ -179,6 +181,21 @@ constexpr inferred failure(detail::graph_error_kind kind, const shape& in, std::
   r.out = in;
   r.error = {kind, {}, in, {}, x, y};
   return r;
+}
+
+/// The error of a window (conv or pooling) whose explicit padding `p.pad` does not fit: an
+/// amount not below the window, or a padded input smaller than it.
+constexpr inferred padding_failure(const layer_params& p, const shape& in) noexcept {
+  inferred r = failure(detail::graph_error_kind::padding_too_large, in, p.kernel);
+  r.error.b = {4, {p.pad.top, p.pad.bottom, p.pad.left, p.pad.right}};
+  return r;
+}
+
+/// Writes a window's summary column: ` 3x3/2`, then ` pad 1,1,1,1` (top, bottom, left, right)
+/// when the padding is explicit.
+inline void describe_window(std::ostream& os, const layer_params& p) {
+  os << ' ' << p.kernel << 'x' << p.kernel << '/' << p.stride;
+  if (!p.pad.same) os << " pad " << p.pad.top << ',' << p.pad.bottom << ',' << p.pad.left << ',' << p.pad.right;
 }
 
 /// Defaults of an op: no weights, no transients, shape-preserving, nothing after its name in
@@ -301,6 +318,36 @@ consteval std::size_t device_index(std::string_view name) {
 }
 
 }  // namespace ops
+
+namespace nn {
+
+/// A real hyper-parameter as a template argument (`nn::leaky_relu<0.2>`, `nn::dropout<0.1>`):
+/// C++20 takes class types as template arguments, and this one holds its value in millionths,
+/// so that compilers without floating-point template arguments (clang 16) take it too.
+struct scalar {
+  std::int64_t millionths = 0;  ///< the value times 10^6, rounded to the nearest integer
+
+  /// `v` to the nearest millionth.
+  consteval scalar(double v) noexcept  // NOLINT(google-explicit-constructor): written as a bare number
+      : millionths(static_cast<std::int64_t>(v * 1e6 + (v < 0 ? -0.5 : 0.5))) {}
+  /// The value, in double.
+  constexpr double value() const noexcept { return static_cast<double>(millionths) / 1e6; }
+};
+
+/// Explicit padding as a value whose type holds it, the argument of a conv's or pooling
+/// layer's `padded` (`nn::conv<64, 7, 2>.padded(nn::pad<3>)`).
+template <padding P>
+struct pad_t {
+  static constexpr padding value = P;  ///< the padding
+};
+/// `nn::pad<Top, Bottom = Top, Left = Top, Right = Left>`: `Top` rows above the image,
+/// `Bottom` below, `Left` columns left and `Right` right; `nn::pad<P>` pads every side by `P`,
+/// as PyTorch's `padding=P`, and `nn::pad<0>` is TensorFlow's VALID.
+template <int Top, int Bottom = Top, int Left = Top, int Right = Left>
+  requires(Top >= 0 && Bottom >= 0 && Left >= 0 && Right >= 0)
+inline constexpr pad_t<explicit_padding(Top, Bottom, Left, Right)> pad{};
+
+}  // namespace nn
 
 /// The `op` of op struct `Op` (`ipu::op_of<ipu::ops::conv>`): what its nodes' `kind` holds.
 template <class Op>

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// `ops::unary_kernel<Op>`: the kernel of an element-wise op that maps each value on its own
-/// (`Op::f`, a `float(float)` function), shared by the activations (`ops/sigmoid.hpp`,
+/// (`Op::f`, a `float(float)` function, or `float(float, const layer_params&)`), shared by the activations (`ops/sigmoid.hpp`,
 /// `ops/tanh.hpp`, ...). Each value is widened to f32, mapped, and rounded once to the element
 /// type; fast and faithful modes do the same arithmetic, so their outputs hold the same bits.
 
@@ -11,26 +11,36 @@
 
 namespace ipu::ops {
 
-/// The kernel of element-wise op `Op`: `y = Op::f(x)` for every element, computed where the
-/// input lives (`op_base::plan` maps the output like its input).
+/// The kernel of element-wise op `Op`: `y = Op::f(x)` for every element, or `Op::f(x, p)` for
+/// an op with hyper-parameters `p` (a leaky ReLU's slope), computed where the input lives
+/// (`op_base::plan` maps the output like its input).
 template <class Op>
 struct unary_kernel : kernel_base {
-  /// `y[e] = Op::f(x[e])` in f32 for `count` elements.
+  /// `Op::f` at `x`, with the node's hyper-parameters `p` if it takes them.
+  static float f(float x, const layer_params& p) noexcept {
+    if constexpr (requires { Op::f(x, p); }) {
+      return Op::f(x, p);
+    } else {
+      return Op::f(x);
+    }
+  }
+  /// `y[e] = f(x[e], p)` in f32 for `count` elements.
   template <class T>
-  static void apply(const T* x, T* y, std::int64_t count) noexcept {
-    for (std::int64_t e = 0; e < count; ++e) y[e] = static_cast<T>(Op::f(static_cast<float>(x[e])));
+  static void apply(const T* x, T* y, std::int64_t count, const layer_params& p) noexcept {
+    for (std::int64_t e = 0; e < count; ++e) y[e] = static_cast<T>(f(static_cast<float>(x[e]), p));
   }
   /// The whole output, in parts over the threads.
   template <class Ctx>
   static void fast(const Ctx& c) {
     const auto* x = c.input();
     auto* y = c.output();
-    c.parallel_ranges(c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) { apply(x + e0, y + e0, e1 - e0); });
+    c.parallel_ranges(c.n.out.elements(),
+                      [&](std::int64_t e0, std::int64_t e1) { apply(x + e0, y + e0, e1 - e0, c.n.layer); });
   }
   /// The tile's elements, read where the input lives (mapped as the output).
   template <class Ctx>
   static void compute(const Ctx& c) {
-    apply(c.operand(c.n.input()), c.output(), c.last - c.first);
+    apply(c.operand(c.n.input()), c.output(), c.last - c.first, c.n.layer);
   }
 };
 

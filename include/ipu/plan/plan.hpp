@@ -504,9 +504,10 @@ constexpr void plan_fusion(plan<N, Ipus>& p) {
     int end = j, last = 0;
     for (int k = j + 1; k < count; ++k) {
       const node& n = p.at(k);
-      // A join absorbs as the epilogue's add: its other operands exist before the convolution.
+      // A join absorbs as the epilogue's add: its other operands exist before the convolution,
+      // shaped as the output (the epilogue adds element by element, never broadcasting).
       bool others_ready = true;
-      for (int src : n.sources()) others_ready = others_ready && (src == end || src < j);
+      for (int src : n.sources()) others_ready = others_ready && (src == end || src < j) && p.at(src).out == n.out;
       if (!n.reads(end) || order(n.kind) <= last || readers[static_cast<std::size_t>(end)] != 1 ||
           n.ipu != p.at(j).ipu || !others_ready || n.input_count > 2 || (n.input_count == 2 && n.inputs[0] == n.inputs[1]))
         break;

@@ -56,7 +56,9 @@ parameter_set device_parameters(std::span<const layer_weights> layers, std::size
   parameter_set set(nodes);
   for (const layer_weights& layer : layers) {
     auto& tensors = set[static_cast<std::size_t>(layer.node_index())];
-    const auto lookup = [&](std::string_view name) { return layer[name]; };
+    const auto lookup = [&](std::string_view name) {
+      return layer.contains(name) ? layer[name] : std::span<const float>{};
+    };
     tensors = layer.kind().info->to_device(ops::tensor_source{lookup});
     for (std::size_t k = 0; k < tensors.size(); ++k)
       for (std::size_t i = 0; i < tensors[k].size(); ++i)

@@ -5,7 +5,7 @@
 ///
 /// | layer        | tensors (in this order)                 | shapes                              |
 /// |--------------|-----------------------------------------|-------------------------------------|
-/// | `conv`       | `kernel`                                | HWIO `[kh, kw, in / groups, out]`   |
+/// | `conv`       | `kernel`, and `bias` with `with_bias()` | HWIO `[kh, kw, in / groups, out]`, `[out]` |
 /// | `batch_norm` | `scale`, `shift`, `mean`, `variance`    | `[channels]` each; epsilon 1e-5     |
 /// | `dense`      | `kernel`, `bias`                        | `[in, out]`, `[out]`                |
 ///
@@ -86,6 +86,10 @@ class layer_weights {
   /// The layer's tensors, in the order of the file comment's table.
   std::span<const weight_tensor> tensors() const noexcept { return tensors_; }
 
+  /// Whether the layer has a tensor called `name` (a conv has a `"bias"` only `with_bias()`).
+  bool contains(std::string_view name) const noexcept {
+    return std::any_of(tensors_.begin(), tensors_.end(), [&](const weight_tensor& t) { return t.name == name; });
+  }
   /// The tensor called `name`; throws `weight_error` naming the layer's tensors otherwise.
   const weight_tensor& tensor(std::string_view name) const { return tensors_[index_of(name)]; }
   /// The values of the tensor called `name`, writable in place (their number is fixed);
@@ -299,7 +303,8 @@ class weights {
   ///   - conv kernels: TensorFlow's `variance_scaling_initializer()` (the seed's): a normal
   ///     truncated to 2 sigma with variance 1 / fan_in, fan_in = kh * kw * in / groups;
   ///   - dense kernels: Glorot uniform (the seed's `xavier_initializer`);
-  ///   - dense biases: uniform in [-0.1, 0.1];
+  ///   - dense and conv biases: uniform in [-0.1, 0.1], as a trained layer's, so that the
+  ///     bias is exercised;
   ///   - batch norm: the statistics of a trained layer, scale and variance uniform in
   ///     [0.75, 1.25], shift and mean uniform in [-0.1, 0.1], so that folding is exercised.
   static weights random(std::uint64_t seed) {

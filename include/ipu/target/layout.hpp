@@ -128,16 +128,37 @@ struct window_geometry {
   /// \var pad_left
   /// Padding columns left of the image: output column `ow` reads from input column
   /// `ow * stride - pad_left`.
+  /// \var pad_bottom
+  /// Padding rows below the image (only an average that counts padding reads it).
+  /// \var pad_right
+  /// Padding columns right of the image (only an average that counts padding reads it).
   std::int64_t in_height = 1, in_width = 1;
   std::int64_t out_height = 1, out_width = 1;
   std::int64_t kernel = 1, stride = 1;
-  std::int64_t pad_top = 0, pad_left = 0;
+  std::int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
 
-  /// SAME padding for the given sizes: `pad_top` and `pad_left` from `same_padding_before`.
+  /// SAME padding for the given sizes: `pad_top` and `pad_left` from `same_padding_before`,
+  /// the rest of `same_padding_total` after.
   static constexpr window_geometry same(std::int64_t in_h, std::int64_t in_w, std::int64_t out_h,
                                         std::int64_t out_w, std::int64_t kernel, std::int64_t stride) noexcept {
-    return {in_h,   in_w,   out_h, out_w, kernel, stride, same_padding_before(in_h, out_h, kernel, stride),
-            same_padding_before(in_w, out_w, kernel, stride)};
+    const std::int64_t top = same_padding_before(in_h, out_h, kernel, stride);
+    const std::int64_t left = same_padding_before(in_w, out_w, kernel, stride);
+    return {in_h, in_w, out_h, out_w, kernel, stride, top, left,
+            same_padding_total(in_h, out_h, kernel, stride) - top, same_padding_total(in_w, out_w, kernel, stride) - left};
+  }
+  /// The geometry of padding `pad` (SAME or explicit) for the given sizes.
+  static constexpr window_geometry of(std::int64_t in_h, std::int64_t in_w, std::int64_t out_h, std::int64_t out_w,
+                                      std::int64_t kernel, std::int64_t stride, const padding& pad) noexcept {
+    if (pad.same) return same(in_h, in_w, out_h, out_w, kernel, stride);
+    return {in_h, in_w, out_h, out_w, kernel, stride, pad.top, pad.left, pad.bottom, pad.right};
+  }
+  /// Cells of output position `p`'s window inside the padded image (the image and its
+  /// padding): PyTorch's divisor for an average that counts padding (`count_include_pad`).
+  constexpr std::int64_t padded_taps(std::int64_t p) const noexcept {
+    const std::int64_t rest = p % positions_per_image(), oh = rest / out_width, ow = rest % out_width;
+    const std::int64_t rows = std::min(oh * stride + kernel, in_height + pad_top + pad_bottom) - oh * stride;
+    const std::int64_t cols = std::min(ow * stride + kernel, in_width + pad_left + pad_right) - ow * stride;
+    return rows * cols;
   }
   /// Output positions of one image, `out_height * out_width`.
   constexpr std::int64_t positions_per_image() const noexcept { return out_height * out_width; }

@@ -32,6 +32,8 @@ inline constexpr int node_count<nn::seq_t<B...>> = [] {
 }();
 template <>
 inline constexpr int node_count<nn::identity_t> = 0;
+template <nn::scalar R>
+inline constexpr int node_count<nn::dropout_t<R>> = 0;  // the identity at inference
 template <class Join, class... Branches>
 inline constexpr int node_count<nn::join_t<Join, Branches...>> = [] {
   int n = 1;
@@ -221,6 +223,11 @@ struct emit<nn::identity_t> {  // a join's branch that passes its input through
   template <class B>
   static constexpr void apply(B&, name_scope&) {}
 };
+template <nn::scalar R>
+struct emit<nn::dropout_t<R>> {  // the identity at inference
+  template <class B>
+  static constexpr void apply(B&, name_scope&) {}
+};
 template <class Join, class... Branches>
 struct emit<nn::join_t<Join, Branches...>> {
   template <class B>
@@ -311,6 +318,11 @@ struct op_walk<nn::seq_t<Bs...>> {
 };
 template <>
 struct op_walk<nn::identity_t> {
+  template <class F>
+  static void apply(F&) {}
+};
+template <nn::scalar R>
+struct op_walk<nn::dropout_t<R>> {
   template <class F>
   static void apply(F&) {}
 };

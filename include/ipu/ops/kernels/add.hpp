@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// The kernel of `ops::add` and `ops::multiply`: `kernels::sum` or `kernels::product` of the
-/// inputs, element by element in input order. In faithful mode each input stored otherwise
-/// than the output first arrives in the tile's exchange buffer, in the output's order. In a
+/// inputs, element by element in input order, a broadcast input's value repeated. In faithful
+/// mode each input stored otherwise than the output, or broadcast, first arrives in the tile's
+/// exchange buffer, in the output's order. In a
 /// fused convolution's epilogue, an add sets the residual: its input other than the
 /// convolution's chain.
 
@@ -17,18 +18,31 @@ namespace ipu::ops {
 
 /// The kernel of `add` and `multiply` (see the file comment).
 struct elementwise_join::kernel : kernel_base {
-  /// The whole output, in parts over the threads.
+  /// The whole output, in parts over the threads, each part in runs that read consecutive
+  /// elements of every input (one run when no input broadcasts).
   template <class Ctx>
   static void fast(const Ctx& c) {
     using T = typename Ctx::value_type;
     const node& n = c.n;
     std::array<const T*, max_inputs> inputs{};
-    for (int k = 0; k < n.input_count; ++k) inputs[static_cast<std::size_t>(k)] = c.input(k);
+    std::array<shape, max_inputs> shapes{};
+    std::int64_t run = n.out.elements();
+    for (int k = 0; k < n.input_count; ++k) {
+      const auto i = static_cast<std::size_t>(k);
+      inputs[i] = c.input(k);
+      shapes[i] = c.node_at(n.inputs[i]).out;
+      run = std::min(run, broadcast_run(shapes[i], n.out));
+    }
     T* y = c.output();
     c.parallel_ranges(n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
       std::array<const T*, max_inputs> from{};
-      for (int k = 0; k < n.input_count; ++k) from[static_cast<std::size_t>(k)] = inputs[static_cast<std::size_t>(k)] + e0;
-      apply(n.kind, from.data(), n.input_count, y + e0, e1 - e0);
+      for (std::int64_t e = e0; e < e1;) {
+        const std::int64_t count = std::min(e1, (e / run + 1) * run) - e;
+        for (std::size_t i = 0; i < static_cast<std::size_t>(n.input_count); ++i)
+          from[i] = inputs[i] + broadcast_index(shapes[i], n.out, e);
+        apply(n.kind, from.data(), n.input_count, y + e, count);
+        e += count;
+      }
     });
   }
 
@@ -39,7 +53,8 @@ struct elementwise_join::kernel : kernel_base {
     e.residual = c.host(n.inputs[0] == previous ? n.inputs[1] : n.inputs[0]);
   }
 
-  /// Each input mapped otherwise than the output: the tile's share, in the output's order.
+  /// Each input mapped otherwise than the output, or broadcast: the tile's share of the
+  /// output's elements, in the output's order (a broadcast value once per element reading it).
   template <class Ctx>
   static void exchange(const Ctx& c) {
     const node& n = c.n;
@@ -49,11 +64,14 @@ struct elementwise_join::kernel : kernel_base {
     for (int src : n.sources().subspan(1)) {
       if (c.mapping_of(src) == c.p.output) continue;
       const auto& in = c.input(src);
+      const shape from = c.node_at(src).out;
+      const std::int64_t from_channels = from.channels();
       auto* dst = c.exchange_buffer(at, c.last - c.first);
       for (std::int64_t q = c.first; q < c.last;) {
         const auto [pos, ch] = o.locate(q);
-        const std::int64_t len = std::min(c.last - q, o.run(ch, o.channels - ch));
-        c.read_channels(in, pos, ch, len, dst + (q - c.first));
+        const std::int64_t i = broadcast_index(from, n.out, pos * o.channels + ch);
+        const std::int64_t len = from_channels == o.channels ? std::min(c.last - q, o.run(ch, o.channels - ch)) : 1;
+        c.read_channels(in, i / from_channels, i % from_channels, len, dst + (q - c.first));
         q += len;
       }
       at += c.last - c.first;

@@ -30,29 +30,30 @@ namespace ipu::ops {
 
 /// The kernel of `conv` and `dense` (see the file comment).
 struct matmul_kernel : kernel_base {
-  /// The device tensors by name: the kernel (both ops) and the bias (`dense`).
+  /// The device tensors by name: the kernel and the bias (empty for a conv without one).
   static constexpr std::size_t kernel_tensor = device_index<conv>("kernel");
   static_assert(kernel_tensor == device_index<dense>("kernel"));
   /// \copydoc kernel_tensor
   static constexpr std::size_t bias_tensor = device_index<dense>("bias");
+  static_assert(bias_tensor == device_index<conv>("bias"));
 
   /// Fast mode, f32 partials: the packed weights and the bias, rounded to `T`.
   template <ElementType T>
   struct packed {
     kernels::packed_conv<T> conv;  ///< the weights, packed
-    std::vector<float> bias;       ///< empty for a conv
+    std::vector<float> bias;       ///< empty without a bias
   };
   /// Fast mode, f16 partials: the weights block-major and the bias, rounded to `T`.
   struct blocked {
     std::vector<float> kernel;  ///< `[block][kh][kw][ci][bc]`
-    std::vector<float> bias;    ///< empty for a conv
+    std::vector<float> bias;    ///< empty without a bias
   };
 
   /// The `packed_conv` shape of a conv node, or of a dense layer as a 1x1 conv over N positions.
   static kernels::conv_shape conv_shape_of(const node& n) noexcept {
     if (n.kind == op_of<dense>) return {n.in.dim[0], 1, 1, n.in.channels(), n.out.channels(), 1, 1, 1};
-    return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.channels(), n.out.channels(), n.layer.kernel, n.layer.stride,
-            n.layer.groups};
+    return {n.in.dim[0],      n.in.dim[1],    n.in.dim[2],    n.in.channels(), n.out.channels(),
+            n.layer.kernel,   n.layer.stride, n.layer.groups, n.layer.pad};
   }
 
   /// `packed<T>` with f32 partials, else `blocked`.
@@ -60,7 +61,7 @@ struct matmul_kernel : kernel_base {
   static std::any prepare(const node& n, const node_plan& p, device_values tensors) {
     const std::vector<float>& kernel = tensors[kernel_tensor];
     std::vector<float> bias;
-    if (n.kind == op_of<dense>) bias = rounded<T>(tensors[bias_tensor]);
+    if (n.layer.bias) bias = rounded<T>(tensors[bias_tensor]);
     if constexpr (std::same_as<Acc, float>) {
       return packed<T>{kernels::packed_conv<T>(conv_shape_of(n), rounded<T>(kernel)), std::move(bias)};
     } else {

@@ -1,8 +1,9 @@
 #pragma once
 /// \file
-/// The kernel of `ops::global_avg_pool`: `kernels::mean_pixels` per image (fast mode), or
-/// `kernels::mean` per output element after its channel's pixels arrive in the tile's exchange
-/// buffer (faithful mode).
+/// The kernel of `ops::global_avg_pool` and `ops::global_max_pool`: `kernels::mean_pixels` or
+/// `kernels::max_pixels` per image (fast mode), or `kernels::mean` or `kernels::maximum` per
+/// output element after its channel's pixels arrive in the tile's exchange buffer (faithful
+/// mode).
 
 #include <ipu/ops/global_avg_pool.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
@@ -11,8 +12,9 @@
 
 namespace ipu::ops {
 
-/// The kernel of `global_avg_pool` (see the file comment).
-struct global_avg_pool::kernel : kernel_base {
+/// The kernel of the global poolings (see the file comment).
+template <bool Max>
+struct global_pool_kernel : kernel_base {
   /// One image per work item.
   template <class Ctx>
   static void fast(const Ctx& c) {
@@ -20,7 +22,11 @@ struct global_avg_pool::kernel : kernel_base {
     const auto* x = c.input();
     auto* y = c.output();
     c.parallel(c.n.out.dim[0], [&](std::int64_t image) {
-      kernels::mean_pixels(x + image * hw * channels, channels, hw, y + image * channels);
+      if constexpr (Max) {
+        kernels::max_pixels(x + image * hw * channels, channels, hw, y + image * channels);
+      } else {
+        kernels::mean_pixels(x + image * hw * channels, channels, hw, y + image * channels);
+      }
     });
   }
 
@@ -34,13 +40,16 @@ struct global_avg_pool::kernel : kernel_base {
       for (std::int64_t q = 0; q < hw; ++q) c.read_channels(in, e / ch * hw + q, e % ch, 1, dst++);
   }
 
-  /// The mean of each element's gathered pixels.
+  /// The mean or maximum of each element's gathered pixels.
   template <class Ctx>
   static void compute(const Ctx& c) {
     const std::int64_t hw = c.n.in.dim[1] * c.n.in.dim[2];
     const auto* x = c.exchange_buffer(0, (c.last - c.first) * hw);
     auto* y = c.output();
-    for (std::int64_t e = c.first; e < c.last; ++e) y[e - c.first] = kernels::mean(x + (e - c.first) * hw, 1, hw);
+    for (std::int64_t e = c.first; e < c.last; ++e) {
+      const auto* pixels = x + (e - c.first) * hw;
+      y[e - c.first] = Max ? kernels::maximum(pixels, 1, hw) : kernels::mean(pixels, 1, hw);
+    }
   }
 };
 

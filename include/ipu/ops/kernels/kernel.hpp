@@ -57,7 +57,7 @@ std::vector<float> rounded(std::span<const float> values) {
 inline kernels::window_geometry geometry_of(const node& n) noexcept {
   if (n.kind == op_of<dense>) return {};
   const std::int64_t k = n.kind == op_of<global_avg_pool> ? 1 : n.layer.kernel;
-  return kernels::window_geometry::same(n.in.dim[1], n.in.dim[2], n.out.dim[1], n.out.dim[2], k, n.layer.stride);
+  return kernels::window_geometry::of(n.in.dim[1], n.in.dim[2], n.out.dim[1], n.out.dim[2], k, n.layer.stride, n.layer.pad);
 }
 
 }  // namespace ipu::ops

@@ -51,7 +51,8 @@ struct pool_base::kernel : kernel_base {
 
  private:
   static kernels::pool_kind kind_of(const node& n) noexcept {
-    return n.kind == op_of<max_pool> ? kernels::pool_kind::max : kernels::pool_kind::average;
+    using enum kernels::pool_kind;
+    return n.kind == op_of<max_pool> ? max : n.layer.count_padding ? average_of_padded : average;
   }
   /// The geometry and the input rows `[first, last)` the tile's output elements read.
   template <class Ctx>

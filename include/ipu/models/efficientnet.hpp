@@ -1,0 +1,99 @@
+#pragma once
+/// \file
+/// EfficientNet-B0 (Tan and Le 2019, "EfficientNet: Rethinking Model Scaling for Convolutional
+/// Neural Networks"), written with the public graph language, as torchvision's
+/// `efficientnet_b0`.
+///
+/// A 3x3/2 conv to 32 channels (batch norm, SiLU), seven stages of MBConv blocks with the
+/// paper's table 1 (expansion t, kernel k, stride s, channels c, blocks n): (1, 3, 1, 16, 1),
+/// (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3), (6, 5, 1, 112, 3), (6, 5, 2, 192, 4),
+/// (6, 3, 1, 320, 1); a 1x1 conv to 1280 channels (batch norm, SiLU), global average pooling
+/// and a dense classifier. An MBConv block is a 1x1 expansion to `t` times its input channels
+/// (none when t is 1), a depthwise k x k conv carrying the stride, squeeze-and-excitation, and
+/// a linear 1x1 projection; the convolutions are followed by batch norm, the first two by SiLU.
+/// Squeeze-and-excitation (torchvision's `SqueezeExcitation`) averages each channel
+/// (`adaptive_avg_pool<1>`), reduces to a quarter of the block's input channels with a 1x1
+/// conv with bias and SiLU, expands back with a 1x1 conv with bias and a sigmoid, and scales
+/// the map by the result (`nn::multiply`, broadcast). A block that keeps its shape adds its
+/// input; stochastic depth and the dropout before the classifier are the identity at
+/// inference and are left out. Convolutions pad as TensorFlow's SAME does (Keras'
+/// `EfficientNetB0`; torchvision pads (k - 1) / 2 on every side, which gives the same shapes,
+/// parameters and multiply-accumulates).
+///
+/// The planner does not fit it on one Mk2 yet at any batch: each squeeze-and-excitation pools
+/// its whole map with one tile per output element (stage 1's 112x112x32 map puts 928,904
+/// bytes on tile 0 at batch 1), where Poplar reduces in stages over the tiles.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/graph/compose.hpp>
+#include <ipu/graph/layers.hpp>
+
+#include <type_traits>
+
+namespace ipu::models {
+
+namespace detail {
+
+/// Squeeze-and-excitation on `Channels` channels, squeezed to `Squeezed`.
+template <int Channels, int Squeezed>
+inline constexpr auto squeeze_excitation = nn::multiply(
+    nn::identity, nn::adaptive_avg_pool<1> | nn::conv<Squeezed, 1>.with_bias() | nn::silu |
+                      nn::conv<Channels, 1>.with_bias() | nn::sigmoid);
+
+/// An MBConv block's body: expansion (unless `T` is 1), depthwise conv, squeeze-and-excitation
+/// to a quarter of `In`, linear projection.
+template <int In, int T, int K, int Out, int Stride>
+inline constexpr auto mbconv_body = [] {
+  constexpr int hidden = In * T;
+  constexpr auto rest = nn::conv<hidden, K, Stride, hidden> | nn::batch_norm | nn::silu |
+                        nn::scope<"se">(squeeze_excitation<hidden, (In / 4 > 1 ? In / 4 : 1)>) |
+                        nn::conv<Out, 1> | nn::batch_norm;
+  if constexpr (T == 1) {
+    return rest;
+  } else {
+    return nn::conv<hidden, 1> | nn::batch_norm | nn::silu | rest;
+  }
+}();
+
+/// `N` MBConv blocks from `In` to `Out` channels, the first with stride `Stride`; those that
+/// keep their input's shape add it.
+template <int In, int T, int K, int Out, int N, int Stride>
+inline constexpr auto mbconv_stage = [] {
+  constexpr auto first = [] {
+    if constexpr (Stride == 1 && In == Out) {
+      return nn::residual(mbconv_body<In, T, K, Out, 1>);
+    } else {
+      return mbconv_body<In, T, K, Out, Stride>;
+    }
+  }();
+  if constexpr (N == 1) {
+    return first;
+  } else {
+    return first | nn::repeat<N - 1>(nn::residual(mbconv_body<Out, T, K, Out, 1>));
+  }
+}();
+
+template <class DType, int Batch, int InChannels, int Classes, int ImageSize>
+inline constexpr auto efficientnet_b0_graph =
+    input<DType, Batch, ImageSize, ImageSize, InChannels> |
+    nn::scope<"stem">(nn::conv<32, 3, 2> | nn::batch_norm | nn::silu) |
+    nn::scope<"stage1">(mbconv_stage<32, 1, 3, 16, 1, 1>) |
+    nn::scope<"stage2">(mbconv_stage<16, 6, 3, 24, 2, 2>) |
+    nn::scope<"stage3">(mbconv_stage<24, 6, 5, 40, 2, 2>) |
+    nn::scope<"stage4">(mbconv_stage<40, 6, 3, 80, 3, 2>) |
+    nn::scope<"stage5">(mbconv_stage<80, 6, 5, 112, 3, 1>) |
+    nn::scope<"stage6">(mbconv_stage<112, 6, 5, 192, 4, 2>) |
+    nn::scope<"stage7">(mbconv_stage<192, 6, 3, 320, 1, 1>) |
+    nn::scope<"head">(nn::conv<1280, 1> | nn::batch_norm | nn::silu) |
+    nn::global_avg_pool | nn::dense<Classes>;
+
+}  // namespace detail
+
+/// EfficientNet-B0 (torchvision's `efficientnet_b0`): 5,288,548 parameters at 3 input
+/// channels and 1000 classes.
+template <ElementType DType, int Batch, int InChannels = 3, int Classes = 1000, int ImageSize = 224>
+  requires(Batch > 0)
+using efficientnet_b0 =
+    std::remove_cvref_t<decltype(detail::efficientnet_b0_graph<DType, Batch, InChannels, Classes, ImageSize>)>;
+
+}  // namespace ipu::models

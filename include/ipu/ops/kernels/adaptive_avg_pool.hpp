@@ -1,0 +1,77 @@
+#pragma once
+/// \file
+/// The kernel of `ops::adaptive_avg_pool`: each output element the mean of its bin, summed in
+/// f32 over the bin's rows then columns and divided by its cells (`kernels::mean`). In fast
+/// mode over the host tensor; in faithful mode each output element's cells first arrive in
+/// the tile's exchange buffer, in the same order.
+
+#include <ipu/ops/adaptive_avg_pool.hpp>
+#include <ipu/ops/kernels/kernel.hpp>
+
+#include <cstdint>
+
+namespace ipu::ops {
+
+/// The kernel of `adaptive_avg_pool` (see the file comment).
+struct adaptive_avg_pool::kernel : kernel_base {
+  /// Calls `f(pixel)` for the input pixels (over all images, row-major) of output element `e`'s
+  /// bin, rows then columns.
+  template <class F>
+  static void for_each_cell(const node& n, std::int64_t e, F&& f) {
+    const std::int64_t c = n.out.channels(), oh = n.out.dim[1], ow = n.out.dim[2], h = n.in.dim[1], w = n.in.dim[2];
+    const std::int64_t pos = e / c, image = pos / (oh * ow), row = pos / ow % oh, col = pos % ow;
+    const auto [r0, r1] = adaptive_bin(row, h, oh);
+    const auto [c0, c1] = adaptive_bin(col, w, ow);
+    for (std::int64_t r = r0; r < r1; ++r)
+      for (std::int64_t x = c0; x < c1; ++x) f((image * h + r) * w + x);
+  }
+  /// Cells of output element `e`'s bin.
+  static std::int64_t cells(const node& n, std::int64_t e) noexcept {
+    std::int64_t count = 0;
+    for_each_cell(n, e, [&](std::int64_t) { ++count; });
+    return count;
+  }
+
+  /// The output elements, in parts over the threads.
+  template <class Ctx>
+  static void fast(const Ctx& c) {
+    using T = typename Ctx::value_type;
+    const node& n = c.n;
+    const std::int64_t channels = n.out.channels();
+    const auto* x = c.input();
+    auto* y = c.output();
+    c.parallel_ranges(n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; ++e) {
+        float sum = 0;
+        for_each_cell(n, e, [&](std::int64_t pixel) { sum += kernels::widen(x[pixel * channels + e % channels]); });
+        y[e] = static_cast<T>(sum / static_cast<float>(cells(n, e)));
+      }
+    });
+  }
+
+  /// The cells of each of the tile's output elements, bin after bin.
+  template <class Ctx>
+  static void exchange(const Ctx& c) {
+    const node& n = c.n;
+    const std::int64_t channels = n.out.channels();
+    auto* dst = c.exchange_buffer(0, c.p.step.reduce * (c.last - c.first));
+    const auto& in = c.input(n.input());
+    for (std::int64_t e = c.first; e < c.last; ++e)
+      for_each_cell(n, e, [&](std::int64_t pixel) { c.read_channels(in, pixel, e % channels, 1, dst++); });
+  }
+
+  /// The mean of each element's gathered cells.
+  template <class Ctx>
+  static void compute(const Ctx& c) {
+    const node& n = c.n;
+    const auto* x = c.exchange_buffer(0, c.p.step.reduce * (c.last - c.first));
+    auto* y = c.output();
+    for (std::int64_t e = c.first; e < c.last; ++e) {
+      const std::int64_t count = cells(n, e);
+      y[e - c.first] = kernels::mean(x, 1, count);
+      x += count;
+    }
+  }
+};
+
+}  // namespace ipu::ops

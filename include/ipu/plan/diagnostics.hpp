@@ -50,6 +50,30 @@ struct tile_out_of_memory {
   static constexpr bool value = false;
 };
 
+/// As `tile_out_of_memory`, where the graph does not fit at batch size 1 either, so that a
+/// smaller batch cannot help.
+template <on_ipu Ipu, on_tile Tile, auto Layer, class Largest, bytes_needed Needed, bytes_available Available,
+          weights W, code C, activations A, temporaries T, exchange E>
+struct tile_out_of_memory_even_at_batch_1 {
+  static_assert(Needed.value <= Available.value,
+                "ipu: a tile needs more memory than it has, even at batch size 1; place part of the model on "
+                "another IPU (ipu::on<I> or ipu::auto_shard), or lower available_memory_proportion");
+  static constexpr bool value = false;
+};
+
+/// As `tile_out_of_memory`, at batch size 1 (the numbers are that plan's), where the step's own
+/// temporaries and exchange buffers exceed the tile, so that neither a smaller batch nor
+/// another placement of the other layers can help.
+template <on_ipu Ipu, on_tile Tile, auto Layer, class Largest, bytes_needed Needed, bytes_available Available,
+          weights W, code C, activations A, temporaries T, exchange E>
+struct one_step_exceeds_a_tile_even_at_batch_1 {
+  static_assert(Needed.value <= Available.value,
+                "ipu: a tile needs more memory than it has, even at batch size 1 (the bytes shown), for this "
+                "step's temporaries and exchange buffers alone: neither a smaller batch nor another placement "
+                "fits it on this chip");
+  static constexpr bool value = false;
+};
+
 template <auto Layer, ipu_index Index, ipus_in_target Ipus>
 struct ipu_index_outside_system {
   static_assert(Index.value < Ipus.value,
@@ -84,8 +108,16 @@ struct io_tiles_must_leave_tiles_for_the_model {
 
 namespace ipu::detail {
 
-/// Instantiates the out-of-memory diagnostic for the peak `M` of IPU `Ipu`, at layer `Path`.
-template <int Ipu, ipu_memory M, path_string Path>
+/// What an out-of-memory error can advise: whatever was tried at batch size 1.
+enum class memory_advice : std::uint8_t {
+  any,               ///< a smaller batch, another placement or a lower proportion may help
+  not_batch,         ///< batch size 1 does not fit either
+  neither,           ///< at batch size 1 one step alone exceeds a tile
+};
+
+/// Instantiates the out-of-memory diagnostic for the peak `M` of IPU `Ipu`, at layer `Path`,
+/// with the advice that holds for it.
+template <int Ipu, ipu_memory M, path_string Path, memory_advice Advice = memory_advice::any>
 consteval auto report_out_of_memory() {
   constexpr auto layer = diag::in_layer<Path.length + 1>{Path};
   using largest = decltype([] {
@@ -95,12 +127,22 @@ consteval auto report_out_of_memory() {
     else if constexpr (M.at_peak.largest() == memory_category::temporaries) return diag::largest_is_temporaries{};
     else return diag::largest_is_exchange{};
   }());
-  return diag::tile_out_of_memory<diag::on_ipu{Ipu}, diag::on_tile{M.peak_tile}, layer, largest,
-                                  diag::bytes_needed{M.peak}, diag::bytes_available{M.capacity},
-                                  diag::weights{M.at_peak.weights}, diag::code{M.at_peak.code},
-                                  diag::activations{M.at_peak.activations},
-                                  diag::temporaries{M.at_peak.temporaries},
-                                  diag::exchange{M.at_peak.exchange}>::value;
+  constexpr diag::bytes_needed needed{M.peak};
+  constexpr diag::bytes_available available{M.capacity};
+  constexpr diag::weights w{M.at_peak.weights};
+  constexpr diag::code c{M.at_peak.code};
+  constexpr diag::activations a{M.at_peak.activations};
+  constexpr diag::temporaries t{M.at_peak.temporaries};
+  constexpr diag::exchange e{M.at_peak.exchange};
+  constexpr diag::on_ipu ipu{Ipu};
+  constexpr diag::on_tile tile{M.peak_tile};
+  if constexpr (Advice == memory_advice::neither) {
+    return diag::one_step_exceeds_a_tile_even_at_batch_1<ipu, tile, layer, largest, needed, available, w, c, a, t, e>::value;
+  } else if constexpr (Advice == memory_advice::not_batch) {
+    return diag::tile_out_of_memory_even_at_batch_1<ipu, tile, layer, largest, needed, available, w, c, a, t, e>::value;
+  } else {
+    return diag::tile_out_of_memory<ipu, tile, layer, largest, needed, available, w, c, a, t, e>::value;
+  }
 }
 
 /// Instantiates the diagnostic for plan error `E` (at the layer `Path`); true when there is none.

@@ -649,14 +649,47 @@ constexpr int first_overfull_ipu(const plan<N, Ipus>& p) noexcept {
   return -1;
 }
 
-/// The out-of-memory diagnostic of IPU `Ipu` of plan `P`, if `Ipu >= 0` (a compile error).
-template <const auto& P, int Ipu>
+/// Graph `G` with batch size `N`.
+template <class G, int N>
+struct with_batch;
+template <ElementType D, int B, int H, int W, int C, class... Bs, int N>
+struct with_batch<graph<input_spec<D, B, H, W, C>, Bs...>, N> {
+  using type = graph<input_spec<D, N, H, W, C>, Bs...>;
+};
+
+/// What holds for graph `G` on `Target` at batch size 1, which its out-of-memory error
+/// advises from: planned only when `G` does not fit.
+template <class G, class Target, options Opts>
+consteval memory_advice advice_for() {
+  if constexpr (batch_size_v<G> == 1) {
+    constexpr const auto& p = plan_info<G, Target, Opts>::value;
+    constexpr ipu_memory m = p.ipus[static_cast<std::size_t>(first_overfull_ipu(p))];
+    return m.at_peak.temporaries + m.at_peak.exchange > m.capacity ? memory_advice::neither : memory_advice::not_batch;
+  } else {
+    using one = typename with_batch<G, 1>::type;
+    if constexpr (plan_info<one, Target, Opts>::value.fits) {
+      return memory_advice::any;
+    } else {
+      return advice_for<one, Target, Opts>();
+    }
+  }
+}
+
+/// The out-of-memory diagnostic of IPU `Ipu` of `G`'s plan `P`, if `Ipu >= 0` (a compile
+/// error), advising only what can help (`advice_for`). Where one step cannot fit at any batch
+/// size, the error names that step and its bytes at batch size 1.
+template <class G, class Target, options Opts, const auto& P, int Ipu>
 consteval auto report_fit() {
   if constexpr (Ipu < 0) {
     return true;
+  } else if constexpr (constexpr memory_advice advice = advice_for<G, Target, Opts>();
+                       advice == memory_advice::neither && batch_size_v<G> != 1) {
+    using one = typename with_batch<G, 1>::type;
+    constexpr const auto& p = plan_info<one, Target, Opts>::value;
+    return report_fit<one, Target, Opts, p, first_overfull_ipu(p)>();
   } else {
     constexpr ipu_memory m = P.ipus[static_cast<std::size_t>(Ipu)];
-    return report_out_of_memory<Ipu, m, m.peak_step >= 0 ? P.at(m.peak_step).path : path_string("always-live")>();
+    return report_out_of_memory<Ipu, m, m.peak_step >= 0 ? P.at(m.peak_step).path : path_string("always-live"), advice>();
   }
 }
 
@@ -665,7 +698,8 @@ consteval auto report_fit() {
 /// error either compiler prints.
 template <class G, class Target, options Opts>
 struct fit_check {
-  using checked = decltype(report_fit<plan_info<G, Target, Opts>::value, first_overfull_ipu(plan_info<G, Target, Opts>::value)>());
+  using checked = decltype(report_fit<G, Target, Opts, plan_info<G, Target, Opts>::value,
+                                      first_overfull_ipu(plan_info<G, Target, Opts>::value)>());
   static constexpr bool value = true;
 };
 

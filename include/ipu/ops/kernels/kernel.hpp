@@ -24,7 +24,6 @@
 #include <ipu/kernels/pool.hpp>
 #include <ipu/kernels/views.hpp>
 #include <ipu/ops/dense.hpp>
-#include <ipu/ops/global_avg_pool.hpp>
 #include <ipu/ops/op.hpp>
 #include <ipu/plan/node_plan.hpp>
 #include <ipu/target/layout.hpp>
@@ -52,12 +51,11 @@ std::vector<float> rounded(std::span<const float> values) {
   return r;
 }
 
-/// The sliding-window geometry of a conv or pooling node (a global pooling is a 1x1 window
-/// over every pixel); empty for a dense layer.
+/// The sliding-window geometry of a conv or pooling node; empty for a dense layer.
 inline kernels::window_geometry geometry_of(const node& n) noexcept {
   if (n.kind == op_of<dense>) return {};
-  const std::int64_t k = n.kind == op_of<global_avg_pool> ? 1 : n.layer.kernel;
-  return kernels::window_geometry::of(n.in.dim[1], n.in.dim[2], n.out.dim[1], n.out.dim[2], k, n.layer.stride, n.layer.pad);
+  return kernels::window_geometry::of(n.in.dim[1], n.in.dim[2], n.out.dim[1], n.out.dim[2], n.layer.kernel,
+                                      n.layer.stride, n.layer.pad);
 }
 
 }  // namespace ipu::ops

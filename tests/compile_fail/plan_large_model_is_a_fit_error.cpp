@@ -4,8 +4,7 @@
 // or placement fits, so the error names that step at batch size 1 and advises neither.
 // expect: one_step_exceeds_a_tile_even_at_batch_1
 // expect: on_ipu[{]0[}]
-// (clang prints a path this long as its character codes)
-// expect-gcc: "global_avg_pool1"
+// expect: "global_avg_pool1"
 // expect: bytes_available[{]638976[}]
 // expect: neither a smaller batch nor another placement
 #include <ipu/ipu.hpp>

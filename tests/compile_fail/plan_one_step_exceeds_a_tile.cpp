@@ -1,8 +1,9 @@
 // EfficientNet-B0's first squeeze-and-excitation pools a 112x112 map with one tile per output:
 // at any batch size that step's exchange buffers alone overfill tile 0, so the error advises
-// neither a smaller batch nor another placement.
+// neither a smaller batch nor another placement. (clang shows the first 34 characters of a
+// path, then "[...]".)
 // expect: one_step_exceeds_a_tile_even_at_batch_1
-// (clang prints a path this long as its character codes)
+// expect: "stage1[.]se[.]multiply1[.]branch2[.]adapti
 // expect-gcc: "stage1[.]se[.]multiply1[.]branch2[.]adaptive_avg_pool1"
 // expect: largest_is_exchange
 // expect: bytes_available[{]638976[}]

@@ -19,8 +19,12 @@ template <std::size_t N>
 struct in_layer {
   char path[N]{};  ///< the path's `N - 1` characters and a terminating NUL
   /// Copies the first `N - 1` characters of \p p (its whole path when `N == p.length + 1`).
+  /// The terminating NUL is written, not left to the initialiser: clang 16 prints the array as
+  /// a string only when every element was written, and as character codes cut after ten
+  /// otherwise.
   consteval explicit in_layer(const path_string& p) {
     for (std::size_t i = 0; i + 1 < N; ++i) path[i] = p.text[i];
+    path[N - 1] = '\0';
   }
 };
 

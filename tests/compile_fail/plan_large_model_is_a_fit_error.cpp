@@ -1,12 +1,12 @@
-// A model far too large for one Mk2 (batch 64 at 224x224): the planner's cycle estimates must
-// not overflow on its multi-MiB exchange buffers, so require_fit gives its own error. Its
-// global average pooling sends each output's 224x224 inputs to one tile, which no batch size
-// or placement fits, so the error names that step at batch size 1 and advises neither.
-// expect: one_step_exceeds_a_tile_even_at_batch_1
+// A model far too large for one Mk2 (batch 64 at 224x224, 205 MB per activation): the
+// planner's cycle estimates must not overflow on its multi-MiB buffers, so require_fit gives its
+// own error. At batch 1 it fits, so the error names the layer that overfills a tile and advises
+// every remedy, a smaller batch included.
+// expect: tile_out_of_memory<
 // expect: on_ipu[{]0[}]
-// expect: "global_avg_pool1"
+// expect: "block1[.]conv2"
 // expect: bytes_available[{]638976[}]
-// expect: neither a smaller batch nor another placement
+// expect: or lower the batch size
 #include <ipu/ipu.hpp>
 namespace nn = ipu::nn;
 #ifdef IPU_COMPILE_FAIL_OK

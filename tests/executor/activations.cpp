@@ -47,27 +47,6 @@ static_assert(activation_nodes[13].out == activation_nodes[12].out);
 // 16x10 + 10; the activations none.
 static_assert(ipu::param_count_v<activations_f32> == 1152 + 256 + 256 + 576 + 256 + 32 + 170);
 
-/// The published definitions, in double.
-double activation(std::string_view op, double v) {
-  const auto relu6 = [](double x) { return std::min(std::max(x, 0.0), 6.0); };
-  if (op == "relu6") return relu6(v);
-  if (op == "hard_sigmoid") return relu6(v + 3) / 6;
-  if (op == "hard_swish") return v * relu6(v + 3) / 6;
-  if (op == "silu") return v / (1 + std::exp(-v));
-  if (op == "gelu") return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-  if (op == "gelu_tanh") return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
-  if (op == "tanh") return std::tanh(v);
-  if (op == "sigmoid") return 1 / (1 + std::exp(-v));
-  FAIL("no reference for " << op);
-  return 0;
-}
-
-ipu_test::ref::tensor activation_reference(const ipu::node& n, const std::vector<const ipu_test::ref::tensor*>& inputs) {
-  ipu_test::ref::tensor y = *inputs[0];
-  for (double& v : y) v = activation(ipu::name_of(n.kind), v);
-  return y;
-}
-
 /// Runs `Layer` alone on `values` (f32, faithful mode) and returns its outputs.
 template <class Layer>
 std::vector<float> outputs_of(const std::array<float, 12>& values) {
@@ -87,7 +66,7 @@ void check_values(const std::array<float, 12>& values) {
   const std::string_view op = ipu::name_of(ipu::op_of<typename Layer::op_type>);
   const std::vector<float> y = outputs_of<Layer>(values);
   for (std::size_t k = 0; k < values.size(); ++k) {
-    const double expected = activation(op, values[k]);
+    const double expected = ipu_test::ref::activation(op, values[k]);
     INFO(op << "(" << values[k] << ") = " << y[k] << ", expected " << expected);
     CHECK(std::abs(y[k] - expected) <= 4e-7 * std::max(1.0, std::abs(expected)));
   }
@@ -96,8 +75,8 @@ void check_values(const std::array<float, 12>& values) {
 }  // namespace
 
 TEST_CASE("the activations in a net, in both modes, against the reference") {
-  ipu_test::check_engine<activations_f32, ipu_test::small_target<16>>(1e-5, activation_reference);
-  ipu_test::check_engine<activations_f16, ipu_test::small_target<16>>(1e-2, activation_reference);
+  ipu_test::check_engine<activations_f32, ipu_test::small_target<16>>(1e-5);
+  ipu_test::check_engine<activations_f16, ipu_test::small_target<16>>(1e-2);
 }
 
 TEST_CASE("each activation takes its published values") {

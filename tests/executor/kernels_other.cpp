@@ -60,6 +60,16 @@ template <class T> using gap = decltype(ipu::input<T, 2, 7, 5, 6> | nn::global_a
 template <class T> using gap_1x1 = decltype(ipu::input<T, 3, 1, 1, 10> | nn::global_avg_pool);
 template <class T>
 using gap_after_grouped_conv = decltype(ipu::input<T, 2, 6, 6, 16> | nn::conv<16, 3, 1, 4> | nn::global_avg_pool);
+/// Reductions in stages: 35 pixels in 7 chunks of 5 on 16 tiles (2 images), partials read
+/// across tiles in runs of channels; 9 channels, not a multiple of the vector width; a
+/// maximum; the global average that keeps `[N, 1, 1, C]`.
+template <class T> using gap_chunks = decltype(ipu::input<T, 2, 9, 13, 9> | nn::global_avg_pool);
+template <class T> using gmp = decltype(ipu::input<T, 3, 5, 7, 9> | nn::global_max_pool);
+template <class T> using adaptive_1 = decltype(ipu::input<T, 2, 6, 5, 20> | nn::adaptive_avg_pool<1>);
+/// The same reduction planned over 16 tiles is cut into chunks: the step runs in two stages.
+static_assert(ipu::plan_v<gap_chunks<ipu::f32>, small_target<16>>.nodes[1].step.kind == ipu::step_kind::reduce);
+static_assert(ipu::plan_v<gap_chunks<ipu::f32>, small_target<16>>.nodes[1].step.chunks == 8);
+static_assert(ipu::plan_v<gap_chunks<ipu::f32>, small_target<16>>.nodes[1].step.reduce == 15);
 template <class T> using dense_in6 = decltype(ipu::input<T, 2, 5, 5, 6> | nn::global_avg_pool | nn::dense<10>);
 template <class T> using dense_out40 = decltype(ipu::input<T, 4, 3, 3, 16> | nn::global_avg_pool | nn::dense<40>);
 template <class T>
@@ -127,6 +137,12 @@ TEST_CASE("average pooling 3/2 2/2 3/1 and 5/2 over odd sizes and borders matche
 
 TEST_CASE("global average pooling and dense layers match the reference") {
   check_nets<small_target<16>, gap, gap_1x1, gap_after_grouped_conv, dense_in6, dense_out40, dense_dense>();
+}
+
+TEST_CASE("global pooling reduced in stages over the tiles matches the reference") {
+  check_nets<small_target<16>, gap_chunks, gmp, adaptive_1>();
+  check_nets<small_target<64>, gap_chunks, gmp>();
+  check_nets<small_target<4>, gap_chunks, adaptive_1>();
 }
 
 TEST_CASE("residual adds with shortcuts stored alike and differently match the reference") {

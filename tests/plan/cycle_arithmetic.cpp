@@ -46,10 +46,10 @@ TEST_CASE("exchange cycles of a buffer far larger than a tile are exact") {
 }
 
 TEST_CASE("a batch of 64 ImageNet images is planned to a non-fit, not an overflow") {
-  // Each 3x3 convolution's fullest tile receives tens of MiB; the plan must still complete and
-  // say that the model does not fit (compile_fail/plan_large_model_is_a_fit_error.cpp shows the
-  // error that require_fit then gives).
-  using big_t = decltype(ipu::input<ipu::f32, 64, 224, 224, 3> | ipu::nn::conv<16, 3>
+  // The convolution's output alone is 1.6 GB of f32, and its steps' buffers reach hundreds of
+  // MiB; the plan must still complete and say that the model does not fit
+  // (compile_fail/plan_large_model_is_a_fit_error.cpp shows the error that require_fit gives).
+  using big_t = decltype(ipu::input<ipu::f32, 64, 224, 224, 3> | ipu::nn::conv<128, 3>
                          | ipu::nn::batch_norm | ipu::nn::relu | ipu::nn::global_avg_pool
                          | ipu::nn::dense<10>);
   STATIC_REQUIRE_FALSE(ipu::fits_v<big_t, ipu::mk2>);

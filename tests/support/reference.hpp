@@ -20,8 +20,10 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <numbers>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ipu_test::ref {
@@ -149,6 +151,23 @@ inline tensor batch_norm(const tensor& x, int c, const tensor& scale, const tens
   }
   return y;
 }
+
+/// The element-wise activation named `op` (as `ipu::name_of` names its op) at `v`, from its
+/// published definition; NaN for a name that is not one.
+inline double activation(std::string_view op, double v) {
+  const auto relu6 = [](double x) { return std::min(std::max(x, 0.0), 6.0); };
+  if (op == "relu6") return relu6(v);
+  if (op == "hard_sigmoid") return relu6(v + 3) / 6;
+  if (op == "hard_swish") return v * relu6(v + 3) / 6;
+  if (op == "silu") return v / (1 + std::exp(-v));
+  if (op == "gelu") return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  if (op == "gelu_tanh") return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+  if (op == "tanh") return std::tanh(v);
+  if (op == "sigmoid") return 1 / (1 + std::exp(-v));
+  return std::numeric_limits<double>::quiet_NaN();
+}
+/// Whether `activation` defines `op`.
+inline bool is_activation(std::string_view op) { return !std::isnan(activation(op, 0.0)); }
 
 /// max(x, 0), element-wise.
 inline tensor relu(tensor x) {
@@ -352,9 +371,9 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
     } else if (is(ops::adaptive_avg_pool{})) {
       out[i] = adaptive_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), static_cast<int>(nd.out.dim[1]),
                                  static_cast<int>(nd.out.dim[2]));
-    } else if (is(ops::sigmoid{})) {
+    } else if (is_activation(ipu::name_of(nd.kind))) {
       out[i] = src(nd.input());
-      for (double& v : out[i]) v = 1 / (1 + std::exp(-v));
+      for (double& v : out[i]) v = activation(ipu::name_of(nd.kind), v);
     } else if (is(ops::global_max_pool{})) {
       out[i] = global_max_pool(src(nd.input()), d(0), d(1), d(2), d(3));
     } else if (is(ops::flatten{})) {

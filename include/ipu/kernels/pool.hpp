@@ -62,6 +62,30 @@ T maximum(const T* x, std::int64_t stride, std::int64_t count) noexcept {
   return static_cast<T>(best);
 }
 
+/// Stage 1 of a reduction in stages: `out[c]` the sum (from zero, in order) or, with `Max`,
+/// the maximum (as `maximum`) of `count` pixels of `channels` channels at `x`, in f32.
+template <bool Max, class T>
+void partial_pixels(const T* x, std::int64_t channels, std::int64_t count, float* out) noexcept {
+  for (std::int64_t c = 0; c < channels; ++c) {
+    float r = Max ? -std::numeric_limits<float>::infinity() : 0.0f;
+    for (std::int64_t k = 0; k < count; ++k) {
+      const float v = widen(x[k * channels + c]);
+      r = Max ? std::max(r, v) : r + v;
+    }
+    out[c] = r;
+  }
+}
+
+/// Stage 2 of a reduction in stages: the `count` partials `x[0], x[stride], ...` combined in
+/// order (summed from zero, or their maximum with `Max`); a sum is divided by `pixels`, the
+/// pixels the partials cover.
+template <bool Max, class T>
+T reduce_partials(const float* x, std::int64_t stride, std::int64_t count, std::int64_t pixels) noexcept {
+  float r = Max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  for (std::int64_t k = 0; k < count; ++k) r = Max ? std::max(r, x[k * stride]) : r + x[k * stride];
+  return static_cast<T>(Max ? r : r / static_cast<float>(pixels));
+}
+
 // The vectorised reductions depend on IPU_SIMD, so they live in its namespace, as
 // packed_conv does: translation units built for different instruction sets hold distinct
 // functions.
@@ -90,16 +114,23 @@ void pool_positions(pool_kind kind, const window_geometry& g, image_view<T> in, 
     }
 }
 
-/// `out[c] = mean(x, channels, count)` offset by channel `c`, for `c < channels`: the means
-/// of `count` pixels of `channels` channels, a vector of channels at a time.
+/// The means of `count` pixels of `channels` channels, `out[c]` for `c < channels`, summed as
+/// a reduction in stages sums them: over each chunk of `chunk` consecutive pixels from zero,
+/// then the chunks' sums in order from zero (`partial_pixels`, `reduce_partials` give the
+/// same bits element by element), divided by `count`; a vector of channels at a time.
 template <class T>
-void mean_pixels(const T* x, std::int64_t channels, std::int64_t count, T* out) noexcept {
+void staged_mean_pixels(const T* x, std::int64_t channels, std::int64_t count, std::int64_t chunk, T* out) noexcept {
   using simd::vec;
   for (std::int64_t c = 0; c < channels; c += vec::width) {
     const int n = static_cast<int>(std::min<std::int64_t>(vec::width, channels - c));
-    vec sum = simd::zero();
-    for (std::int64_t k = 0; k < count; ++k) sum = simd::add(sum, simd::load_widened(x + k * channels + c, n));
-    simd::store_rounded(out + c, simd::div(sum, simd::splat(static_cast<float>(count))), n);
+    vec total = simd::zero();
+    for (std::int64_t k0 = 0; k0 < count; k0 += chunk) {
+      vec part = simd::zero();
+      for (std::int64_t k = k0; k < std::min(count, k0 + chunk); ++k)
+        part = simd::add(part, simd::load_widened(x + k * channels + c, n));
+      total = simd::add(total, part);
+    }
+    simd::store_rounded(out + c, simd::div(total, simd::splat(static_cast<float>(count))), n);
   }
 }
 

@@ -37,35 +37,48 @@ inline constexpr auto inverted_body = [] {
   }
 }();
 
-/// `N` inverted residual blocks from `In` to `Out` channels, the first with stride `Stride`;
-/// those that keep their input's shape add it.
-template <int In, int T, int Out, int N, int Stride>
+/// MobileNetV2's block with expansion `T` to `Out` channels: `body<In, Stride>`.
+template <int T, int Out>
+struct inverted_block {
+  /// The block's body from `In` channels, with stride `Stride`.
+  template <int In, int Stride>
+  static constexpr auto body = inverted_body<In, T, Out, Stride>;
+};
+
+/// `N` blocks from `In` to `Out` channels, each `Block::body<in, stride>`, the first with
+/// stride `Stride`; those that keep their input's shape add it (MobileNetV2's inverted
+/// residuals, EfficientNet's MBConv blocks).
+template <int In, int Out, int N, int Stride, class Block>
 inline constexpr auto inverted_stage = [] {
   constexpr auto first = [] {
     if constexpr (Stride == 1 && In == Out) {
-      return nn::residual(inverted_body<In, T, Out, 1>);
+      return nn::residual(Block::template body<In, 1>);
     } else {
-      return inverted_body<In, T, Out, Stride>;
+      return Block::template body<In, Stride>;
     }
   }();
   if constexpr (N == 1) {
     return first;
   } else {
-    return first | nn::repeat<N - 1>(nn::residual(inverted_body<Out, T, Out, 1>));
+    return first | nn::repeat<N - 1>(nn::residual(Block::template body<Out, 1>));
   }
 }();
+
+/// MobileNetV2's stage of `N` blocks with expansion `T` from `In` to `Out` channels.
+template <int In, int T, int Out, int N, int Stride>
+inline constexpr auto mobilenet_stage = inverted_stage<In, Out, N, Stride, inverted_block<T, Out>>;
 
 template <class DType, int Batch, int InChannels, int Classes, int ImageSize>
 inline constexpr auto mobilenet_v2_graph =
     input<DType, Batch, ImageSize, ImageSize, InChannels> |
     nn::scope<"stem">(nn::conv<32, 3, 2> | nn::batch_norm | nn::relu6) |
-    nn::scope<"stage1">(inverted_stage<32, 1, 16, 1, 1>) |
-    nn::scope<"stage2">(inverted_stage<16, 6, 24, 2, 2>) |
-    nn::scope<"stage3">(inverted_stage<24, 6, 32, 3, 2>) |
-    nn::scope<"stage4">(inverted_stage<32, 6, 64, 4, 2>) |
-    nn::scope<"stage5">(inverted_stage<64, 6, 96, 3, 1>) |
-    nn::scope<"stage6">(inverted_stage<96, 6, 160, 3, 2>) |
-    nn::scope<"stage7">(inverted_stage<160, 6, 320, 1, 1>) |
+    nn::scope<"stage1">(mobilenet_stage<32, 1, 16, 1, 1>) |
+    nn::scope<"stage2">(mobilenet_stage<16, 6, 24, 2, 2>) |
+    nn::scope<"stage3">(mobilenet_stage<24, 6, 32, 3, 2>) |
+    nn::scope<"stage4">(mobilenet_stage<32, 6, 64, 4, 2>) |
+    nn::scope<"stage5">(mobilenet_stage<64, 6, 96, 3, 1>) |
+    nn::scope<"stage6">(mobilenet_stage<96, 6, 160, 3, 2>) |
+    nn::scope<"stage7">(mobilenet_stage<160, 6, 320, 1, 1>) |
     nn::scope<"head">(nn::conv<1280, 1> | nn::batch_norm | nn::relu6) |
     nn::global_avg_pool | nn::dense<Classes>;
 

@@ -7,9 +7,11 @@
 /// divide `H`. `adaptive_avg_pool<1>` is the global average keeping `[N, 1, 1, C]`, which a
 /// squeeze-and-excitation block multiplies back onto its input. Kernel:
 /// `ops::adaptive_avg_pool::kernel`, the sum of each bin in f32, rows then columns, divided
-/// by its cells; in faithful mode each output element receives its bin's cells.
+/// by its cells; in faithful mode each output element receives its bin's cells. With one bin
+/// per image it is planned and computed as `global_avg_pool`, a reduction in stages.
 
 #include <ipu/core/arith.hpp>
+#include <ipu/ops/global_avg_pool.hpp>
 #include <ipu/ops/op.hpp>
 
 #include <algorithm>
@@ -30,16 +32,21 @@ struct adaptive_avg_pool : op_base {
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/adaptive_avg_pool.hpp`
   static constexpr std::string_view name = "adaptive_avg_pool";  ///< as `nn::adaptive_avg_pool` names it
 
+  /// Whether the output has one bin per image: the global average, `[N, 1, 1, C]`.
+  static constexpr bool global(const layer_params& p) noexcept { return p.filters == 1 && p.kernel == 1; }
   /// NHWC in, `[N, OH, OW, C]` out.
   static constexpr inferred infer(const layer_params& p, const shape& in) noexcept {
     if (in.rank != 4) return failure(detail::graph_error_kind::needs_4d_input, in);
     return {nhwc(in.dim[0], p.filters, p.kernel, in.channels()), 0, 0, {}};
   }
-  /// Output mapped element by element; each output reads its bin's cells through the exchange.
+  /// One bin per image (`adaptive_avg_pool<1>`): the reduction in stages of the global
+  /// poolings (`plan_reduction`). Otherwise output mapped element by element, each output
+  /// receiving its bin's cells through the exchange.
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
+    if (global(in.n.layer)) return plan_reduction(in, np);
     const shape& x = in.n.in;
     const layer_params& p = in.n.layer;
-    np.step.kind = step_kind::reduce;
+    np.step.kind = step_kind::gather;
     np.step.reduce = std::min(x.dim[1], detail::div_up(x.dim[1], p.filters) + 1) *
                      std::min(x.dim[2], detail::div_up(x.dim[2], p.kernel) + 1);  // the largest bin
   }

@@ -1,10 +1,18 @@
 #pragma once
 /// \file
 /// `ops::global_avg_pool`: the mean over height and width, `[N, H, W, C]` to `[N, C]`
-/// (`kernels::mean`, `kernels::mean_pixels`), and what it shares with `ops::global_max_pool`.
-/// Each output element receives its H x W inputs.
+/// (`kernels::staged_mean_pixels`), and what it shares with `ops::global_max_pool`: the plan of
+/// a reduction in two stages over the tiles (`plan_reduction`), whose chunks also fix the
+/// order of each output's sum in both modes.
 
+#include <ipu/core/arith.hpp>
 #include <ipu/ops/op.hpp>
+#include <ipu/target/chip.hpp>
+#include <ipu/target/layout.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
 
 namespace ipu::ops {
 
@@ -13,6 +21,38 @@ namespace ipu::ops {
 template <bool Max>
 struct global_pool_kernel;
 
+/// Plans the reduction of each image's pixels per channel, `[N, H, W, C]` to `N x C` outputs,
+/// in two stages (`step_model`'s reductions in stages). Each image is cut into `chunks`
+/// chunks of `reduce` pixels; the chunks are the step's units, mapped linearly, and the
+/// output is mapped element by element over the tiles that hold chunks. Smaller chunks spread
+/// stage 1 over more tiles but send more partials to each output in stage 2, so the chunk size
+/// (a power of two, or one chunk per tile over the batch) is the one that minimises the fullest
+/// tile's transients, as `split_channels` chooses a conv's channel blocks.
+constexpr void plan_reduction(const plan_inputs& in, node_plan& np) noexcept {
+  using detail::div_up;
+  const shape& x = in.n.in;
+  const std::int64_t images = x.dim[0], pixels = x.dim[1] * x.dim[2], channels = x.channels();
+  step_model& s = np.step;
+  s.kind = step_kind::reduce;
+  s.images = images;
+  s.block_channels = channels;
+  std::int64_t best_bytes = -1;
+  const auto consider = [&](std::int64_t chunk) {
+    step_model c = s;
+    c.reduce = chunk;
+    c.chunks = div_up(pixels, chunk);
+    const tensor_mapping work{map_linearly(images * c.chunks, chunk * channels * c.element_bytes, in.chip), channels};
+    const tensor_mapping out = map_elements(in.n.out.elements(), c.element_bytes, with_tiles(in.chip, work.tiles()));
+    c.outputs = out.max_elements_per_tile();
+    const std::int64_t bytes = transient_on(c, work.units.max_elements_per_tile()).total();
+    if (best_bytes >= 0 && bytes >= best_bytes) return;
+    best_bytes = bytes, s = c, np.work = work, np.output = out;
+  };
+  consider(div_up(pixels, std::min(pixels, div_up(in.chip.tiles, images))));
+  for (std::int64_t chunk = 1; chunk < pixels; chunk *= 2) consider(chunk);
+  consider(pixels);
+}
+
 /// What the global poolings share: the shape rule and the plan.
 struct global_pool_base : op_base {
   /// NHWC in, NC out.
@@ -20,11 +60,8 @@ struct global_pool_base : op_base {
     if (in.rank != 4) return failure(detail::graph_error_kind::needs_4d_input, in);
     return {nc(in.dim[0], in.channels()), 0, 0, {}};
   }
-  /// Output mapped element by element; each output reads its H x W inputs through the exchange.
-  static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
-    np.step.kind = step_kind::reduce;
-    np.step.reduce = in.n.in.dim[1] * in.n.in.dim[2];
-  }
+  /// A reduction in two stages (`step_kind::reduce`): see `plan_reduction`.
+  static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept { plan_reduction(in, np); }
 };
 
 /// Global average pooling (`nn::global_avg_pool`).

@@ -34,7 +34,9 @@ constexpr std::int64_t compute_cycles(const node& n, const node_plan& p, const c
       return div_up(units * p.step.block_channels * p.step.kernel * p.step.kernel * p.step.in_channels,
                     std::max<std::int64_t>(1, macs_per_cycle(chip, n.type)));
     case step_kind::window: return div_up(units * p.step.kernel * p.step.kernel, vector);
-    case step_kind::reduce: return div_up(units * p.step.reduce, vector);
+    case step_kind::reduce:  // stage 1 reads its chunks' pixels, stage 2 its outputs' partials
+      return div_up(units * p.step.reduce * p.step.block_channels, vector) + div_up(p.step.outputs * p.step.chunks, vector);
+    case step_kind::gather: return div_up(units * p.step.reduce, vector);
     case step_kind::rows: return div_up(3 * units, vector);
     default: return n.input_count == 0 ? 0 : div_up(p.output.max_elements_per_tile(), vector);
   }
@@ -52,8 +54,14 @@ constexpr std::int64_t exchange_cycles(std::int64_t bytes, const chip_spec& chip
 constexpr step_cycles cycles_of(const node& n, const node_plan& p, const chip_spec& chip, const options& opts) noexcept {
   step_cycles c;
   c.compute = compute_cycles(n, p, chip);
-  // A step in phases over kernel taps or input channels receives a phase's buffers in each.
-  c.exchange = exchange_cycles(p.transient_max.exchange * (p.step.kind == step_kind::conv ? p.step.phases_per_slice() : 1), chip);
+  // A step in phases over kernel taps or input channels receives a phase's buffers in each; a
+  // reduction receives in each of its stages.
+  if (p.step.kind == step_kind::reduce) {
+    const reduce_exchange x = reduce_stages(p.step, p.work.units.max_elements_per_tile());
+    c.exchange = exchange_cycles(x.stage1 + x.stage2, chip);
+  } else {
+    c.exchange = exchange_cycles(p.transient_max.exchange * (p.step.kind == step_kind::conv ? p.step.phases_per_slice() : 1), chip);
+  }
   // A compute and an exchange phase per serial slice and phase, each ended by an IPU-wide sync.
   const std::int64_t phases = n.input_count == 0 ? 0 : p.step.phases();
   c.sync = 2 * phases * opts.cycles.sync_cycles;

@@ -12,9 +12,17 @@
 /// (`split_channels`). Units are ordered block-major (all positions of block 0, then block 1,
 /// ...) and mapped to tiles with PopLibs' linear rule, so a tile computes a contiguous run of
 /// units and needs the weights of only the blocks its run touches. The output lives where it is
-/// computed. Pooling, global pooling and softmax map their output linearly element by element;
-/// batch norm, relu and add keep the mapping of their input, as Poplar's element-wise ops clone
-/// theirs.
+/// computed. Pooling and softmax map their output linearly element by element; batch norm,
+/// relu and add keep the mapping of their input, as Poplar's element-wise ops clone theirs.
+///
+/// **Reductions in stages.** Global pooling reduces each image's `H x W` pixels per channel in
+/// two stages, as PopLibs reduces over tiles (lib/popops/reduction/ReductionStages.hpp: input
+/// to intermediate, intermediate to output): its units are `chunks` contiguous chunks of
+/// `reduce` pixels of each image (all channels), mapped linearly; stage 1 receives a unit's
+/// pixels and leaves its partials (f32) in the tile's temporaries; stage 2 maps the output
+/// element by element over the tiles that worked in stage 1, and each output receives its
+/// `chunks` partials. No tile ever holds a whole image, so the step's memory shrinks with the
+/// batch and spreads over the tiles like any other.
 ///
 /// **Transients.** While a step runs, a working tile holds (a) exchange buffers: the input
 /// window its outputs read (whole rows, halos included, gathered into one contiguous buffer the
@@ -57,7 +65,8 @@ enum class step_kind : std::uint8_t {
   conv,     ///< conv or dense: window + weight blocks (and bias) in exchange, partials in temporaries
   channels, ///< batch norm: the scale and shift of the channels the tile holds, in exchange
   window,   ///< max or average pooling: input window in exchange
-  reduce,   ///< global average pooling: each output reads `reduce` inputs
+  reduce,   ///< global pooling in two stages: partials of chunks of pixels, then their reduction
+  gather,   ///< adaptive pooling: each output element receives `reduce` inputs
   rows,     ///< softmax: each output reads its whole row
   remap,    ///< a join whose inputs live elsewhere: the tile receives its share of `remapped` of them
 };
@@ -79,7 +88,11 @@ struct step_model {
   std::int64_t images = 1;          ///< images in the batch (N)
   /// Side of the square kernel or pooling window (1 for dense).
   std::int64_t kernel = 1, stride = 1;  ///< stride of the kernel or window (1 for dense)
-  std::int64_t reduce = 1;          ///< inputs per output (global pooling)
+  /// Pixels of one chunk (reduce): the inputs one partial of stage 1 reads; inputs of one
+  /// output element (gather).
+  std::int64_t reduce = 1;
+  std::int64_t chunks = 1;          ///< chunks of each image, the partials of one output (reduce)
+  std::int64_t outputs = 1;         ///< most output elements on a tile that works in the step (reduce)
   std::int64_t remapped = 1;        ///< inputs a join receives through the exchange (remap)
   std::int64_t element_bytes = 2;   ///< bytes of one element of the step's element type
   std::int64_t partial_bytes = 4;   ///< bytes of one partial sum, in `options::partials`
@@ -92,8 +105,11 @@ struct step_model {
 
   /// Phases of each serial slice: `taps * in_parts`.
   constexpr std::int64_t phases_per_slice() const noexcept { return taps * in_parts; }
-  /// Exchange and compute phases of the step: `serial * taps * in_parts` for a conv, else 1.
-  constexpr std::int64_t phases() const noexcept { return kind == step_kind::conv ? serial * phases_per_slice() : 1; }
+  /// Exchange and compute phases of the step: `serial * taps * in_parts` for a conv, the two
+  /// stages of a reduction, else 1.
+  constexpr std::int64_t phases() const noexcept {
+    return kind == step_kind::conv ? serial * phases_per_slice() : kind == step_kind::reduce ? 2 : 1;
+  }
   /// Input channels one phase reads: `in_channels / in_parts`.
   constexpr std::int64_t phase_channels() const noexcept { return in_channels / in_parts; }
   /// Kernel taps one phase applies: `kernel * kernel / taps`.
@@ -138,6 +154,24 @@ constexpr std::int64_t window_elements(const step_model& s, std::int64_t positio
 }
 }  // namespace detail
 
+/// Bytes of one partial of a reduction carried from stage 1 to stage 2: f32, whatever the
+/// element type, as PopLibs' reductions carry float partials between stages for half data
+/// (`popops::ContinuousReduce<ReduceAdd, float, half>`, lib/popops/codelets/ContinuousReduce.cpp).
+inline constexpr std::int64_t reduction_partial_bytes = 4;
+
+/// Bytes a tile working in reduction `s` with `units` chunks receives in each stage: stage 1
+/// the chunks' pixels (every channel), stage 2 the partials of the (at most `s.outputs`)
+/// output elements it holds, one per chunk.
+struct reduce_exchange {
+  std::int64_t stage1 = 0;  ///< bytes received in stage 1: the chunks' pixels
+  std::int64_t stage2 = 0;  ///< bytes received in stage 2: the partials of the tile's outputs
+};
+/// See `reduce_exchange`; zero for a tile without work.
+constexpr reduce_exchange reduce_stages(const step_model& s, std::int64_t units) noexcept {
+  if (units <= 0) return {};
+  return {units * s.reduce * s.block_channels * s.element_bytes, s.outputs * s.chunks * reduction_partial_bytes};
+}
+
 /// Transients of a tile computing `units` units of step `s` (elements for element-wise
 /// mappings). Non-decreasing in `units`; zero for a tile without work.
 constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) noexcept {
@@ -160,7 +194,13 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
       const std::int64_t positions = std::min(s.positions, runs_touched(units, s.block_channels));
       return {0, detail::window_elements(s, positions) * s.element_bytes};
     }
-    case step_kind::reduce: return {0, units * s.reduce * s.element_bytes};
+    case step_kind::reduce: {
+      // Stage 1's partials live until stage 2 has read them; one exchange buffer serves both
+      // stages, stage 1's pixels being dead once its partials are computed.
+      const reduce_exchange x = reduce_stages(s, units);
+      return {units * s.block_channels * reduction_partial_bytes, std::max(x.stage1, x.stage2)};
+    }
+    case step_kind::gather: return {0, units * s.reduce * s.element_bytes};
     case step_kind::rows:
       return {0, std::min(s.positions, runs_touched(units, s.block_channels)) * s.block_channels * s.element_bytes};
     case step_kind::channels: {

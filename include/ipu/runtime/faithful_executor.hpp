@@ -84,17 +84,31 @@ class tile_context : public step_context<T, Acc> {
   void read_channels(const Placement& pl, std::int64_t pos, std::int64_t c, std::int64_t count, T* dst) const {
     e_.read_channels(ipu_, pl, pos, c, count, dst);
   }
-  /// Elements `[from, from + count)` of the tile's exchange buffer; throws `execution_error`
-  /// past the bytes the plan gives it.
-  T* exchange_buffer(std::int64_t from, std::int64_t count) const { return e_.own_exchange(ipu_, tile, from, count); }
+  /// Elements `[from, from + count)` of the tile's exchange buffer, as values of `U`; throws
+  /// `execution_error` past the bytes the plan gives it.
+  template <class U = T>
+  U* exchange_buffer(std::int64_t from, std::int64_t count) const {
+    return e_.template own_exchange<U>(ipu_, tile, from, count);
+  }
   /// The tile's elements of the output.
   T* output() const { return e_.own_activation(ipu_, index, tile); }
   /// The tile's elements of node `src`'s output (mapped as this step's output).
   const T* operand(int src) const { return e_.own_activation(ipu_, src, tile); }
-  /// `count` partials in the tile's temporaries.
-  Acc* partials(std::int64_t count) const {
-    return e_.template own<Acc>(ipu_, tile, e_.devices_[static_cast<std::size_t>(ipu_)].step[static_cast<std::size_t>(tile)].temporaries,
-                                count);
+  /// `count` partials of type `U` in the tile's temporaries.
+  template <class U = Acc>
+  U* partials(std::int64_t count) const {
+    return e_.template own<U>(ipu_, tile, e_.devices_[static_cast<std::size_t>(ipu_)].step[static_cast<std::size_t>(tile)].temporaries,
+                              count);
+  }
+  /// Exchange: copies partials `[from, from + count)` (f32) of this step from the temporaries
+  /// of tile `src` of the step's IPU, where an earlier phase left them, to `dst`.
+  void read_partials(int src, std::int64_t from, std::int64_t count, float* dst) const {
+    const auto& ts = e_.devices_[static_cast<std::size_t>(ipu_)].step[static_cast<std::size_t>(src)];
+    if ((from + count) * static_cast<std::int64_t>(sizeof(float)) > ts.temporaries_bytes)
+      throw execution_error("ipu: tile " + std::to_string(tile) + " reads partials past those tile " + std::to_string(src) +
+                            " holds");
+    std::memcpy(dst, e_.template own<float>(ipu_, src, ts.temporaries + from * static_cast<std::int64_t>(sizeof(float)), count),
+                static_cast<std::size_t>(count) * sizeof(float));
   }
   /// The batch the input step copies, in logical order.
   const T* batch() const noexcept { return e_.input_; }
@@ -427,11 +441,12 @@ class faithful_executor {
       throw execution_error("ipu: a vertex on tile " + std::to_string(tile) + " reached outside its tile");
     return reinterpret_cast<U*>(image(ipu, tile) + offset);
   }
-  T* own_exchange(int ipu, int tile, std::int64_t from, std::int64_t count) const {
+  template <class U = T>
+  U* own_exchange(int ipu, int tile, std::int64_t from, std::int64_t count) const {
     const tile_step& ts = devices_[static_cast<std::size_t>(ipu)].step[static_cast<std::size_t>(tile)];
-    if ((from + count) * static_cast<std::int64_t>(sizeof(T)) > ts.exchange_bytes)
+    if ((from + count) * static_cast<std::int64_t>(sizeof(U)) > ts.exchange_bytes)
       throw execution_error("ipu: tile " + std::to_string(tile) + " needs more exchange memory than the plan gives it");
-    return own(ipu, tile, ts.exchange + from * static_cast<std::int64_t>(sizeof(T)), count);
+    return own<U>(ipu, tile, ts.exchange + from * static_cast<std::int64_t>(sizeof(U)), count);
   }
   T* own_activation(int ipu, int j, int tile) const {
     const placement& pl = placed_[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(j)];
@@ -482,21 +497,25 @@ class faithful_executor {
   /// The placement of node `src`'s output as read on `ipu`.
   const placement& input_on(int ipu, int src) const { return placed_[static_cast<std::size_t>(ipu)][static_cast<std::size_t>(src)]; }
 
+  /// Whether `tile` takes part in step `j`: it holds part of the output, or units of the
+  /// step's work where that is mapped apart from the output (a conv-like step's and a
+  /// reduction's are).
+  bool works(const tile_context<T, Acc>& c) const noexcept {
+    return c.first < c.last || (c.p.step.kind != step_kind::none && c.p.work.units.elements_on(c.tile) > 0);
+  }
+
   /// Exchange phase of step `j` (slice `s`) for `tile`: its op's `exchange` kernel gathers
-  /// what the tile's vertices read. A tile that holds none of the output gathers nothing,
-  /// unless the step's work is mapped apart from its output (a conv-like step's is).
+  /// what the tile's vertices read.
   void exchange(int j, int tile, std::int64_t s) {
     const tile_context<T, Acc> c{*this, j, tile, s};
-    if (c.first == c.last && c.p.step.kind != step_kind::conv) return;
-    kernels_[static_cast<std::size_t>(j)].exchange(c);
+    if (works(c)) kernels_[static_cast<std::size_t>(j)].exchange(c);
   }
 
   /// Compute phase of step `j` (slice `s`) on `tile`: its op's `compute` kernel, reading only
   /// the tile's memory.
   void compute(int j, int tile, std::int64_t s) {
     const tile_context<T, Acc> c{*this, j, tile, s};
-    if (c.first == c.last) return;
-    kernels_[static_cast<std::size_t>(j)].compute(c);
+    if (works(c)) kernels_[static_cast<std::size_t>(j)].compute(c);
   }
 
   /// Reads the graph's output back from its tiles (or from the host, after a host step), in

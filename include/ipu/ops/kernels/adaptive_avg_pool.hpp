@@ -1,11 +1,13 @@
 #pragma once
 /// \file
-/// The kernel of `ops::adaptive_avg_pool`: each output element the mean of its bin, summed in
+/// The kernel of `ops::adaptive_avg_pool`: with one bin per image, the global average's
+/// (`global_pool_kernel`, a reduction in stages). Otherwise each output element the mean of its bin, summed in
 /// f32 over the bin's rows then columns and divided by its cells (`kernels::mean`). In fast
 /// mode over the host tensor; in faithful mode each output element's cells first arrive in
 /// the tile's exchange buffer, in the same order.
 
 #include <ipu/ops/adaptive_avg_pool.hpp>
+#include <ipu/ops/kernels/global_avg_pool.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
 
 #include <cstdint>
@@ -27,14 +29,17 @@ struct adaptive_avg_pool::kernel : kernel_base {
   }
   /// Cells of output element `e`'s bin.
   static std::int64_t cells(const node& n, std::int64_t e) noexcept {
-    std::int64_t count = 0;
-    for_each_cell(n, e, [&](std::int64_t) { ++count; });
-    return count;
+    const std::int64_t c = n.out.channels(), oh = n.out.dim[1], ow = n.out.dim[2];
+    const std::int64_t pos = e / c, row = pos / ow % oh, col = pos % ow;
+    const auto [r0, r1] = adaptive_bin(row, n.in.dim[1], oh);
+    const auto [c0, c1] = adaptive_bin(col, n.in.dim[2], ow);
+    return (r1 - r0) * (c1 - c0);
   }
 
   /// The output elements, in parts over the threads.
   template <class Ctx>
   static void fast(const Ctx& c) {
+    if (global(c.n.layer)) return global_pool_kernel<false>::fast(c);
     using T = typename Ctx::value_type;
     const node& n = c.n;
     const std::int64_t channels = n.out.channels();
@@ -52,6 +57,7 @@ struct adaptive_avg_pool::kernel : kernel_base {
   /// The cells of each of the tile's output elements, bin after bin.
   template <class Ctx>
   static void exchange(const Ctx& c) {
+    if (global(c.n.layer)) return global_pool_kernel<false>::exchange(c);
     const node& n = c.n;
     const std::int64_t channels = n.out.channels();
     auto* dst = c.exchange_buffer(0, c.p.step.reduce * (c.last - c.first));
@@ -63,6 +69,7 @@ struct adaptive_avg_pool::kernel : kernel_base {
   /// The mean of each element's gathered cells.
   template <class Ctx>
   static void compute(const Ctx& c) {
+    if (global(c.n.layer)) return global_pool_kernel<false>::compute(c);
     const node& n = c.n;
     const auto* x = c.exchange_buffer(0, c.p.step.reduce * (c.last - c.first));
     auto* y = c.output();

@@ -1,14 +1,22 @@
 #pragma once
 /// \file
-/// The kernel of `ops::global_avg_pool` and `ops::global_max_pool`: `kernels::mean_pixels` or
-/// `kernels::max_pixels` per image (fast mode), or `kernels::mean` or `kernels::maximum` per
-/// output element after its channel's pixels arrive in the tile's exchange buffer (faithful
-/// mode).
+/// The kernel of `ops::global_avg_pool` and `ops::global_max_pool` (and of
+/// `adaptive_avg_pool<1>`): a reduction in the two stages the plan gives it
+/// (`ops::plan_reduction`). Fast mode reduces each image on the host, summing a chunk at a time
+/// (`kernels::staged_mean_pixels`; a maximum does not depend on the order,
+/// `kernels::max_pixels`). Faithful mode runs the stages as two supersteps: in the first, each
+/// tile receives the pixels of its chunks and leaves one f32 partial per chunk and channel in
+/// its temporaries (`kernels::partial_pixels`); in the second, each tile receives the partials
+/// of the output elements it holds from the tiles that computed them, and combines them in
+/// chunk order (`kernels::reduce_partials`). Both modes give the same bits.
 
 #include <ipu/ops/global_avg_pool.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 namespace ipu::ops {
 
@@ -25,31 +33,79 @@ struct global_pool_kernel : kernel_base {
       if constexpr (Max) {
         kernels::max_pixels(x + image * hw * channels, channels, hw, y + image * channels);
       } else {
-        kernels::mean_pixels(x + image * hw * channels, channels, hw, y + image * channels);
+        kernels::staged_mean_pixels(x + image * hw * channels, channels, hw, c.p.step.reduce, y + image * channels);
       }
     });
   }
 
-  /// The pixels of each output element's image and channel.
+  /// Stage 1: the pixels of the tile's chunks, every channel, chunk after chunk. Stage 2: the
+  /// partials of the tile's output elements, chunk after chunk (`[chunk][element]`), each
+  /// from the tile that computed it.
   template <class Ctx>
   static void exchange(const Ctx& c) {
-    const std::int64_t ch = c.n.out.channels(), hw = c.n.in.dim[1] * c.n.in.dim[2];
-    auto* dst = c.exchange_buffer(0, (c.last - c.first) * hw);
-    const auto& in = c.input(c.n.input());
-    for (std::int64_t e = c.first; e < c.last; ++e)
-      for (std::int64_t q = 0; q < hw; ++q) c.read_channels(in, e / ch * hw + q, e % ch, 1, dst++);
+    const step_model& s = c.p.step;
+    const std::int64_t channels = s.block_channels, pixels = c.n.in.dim[1] * c.n.in.dim[2];
+    if (c.slice == 0) {
+      const auto [u0, u1] = units_of(c);
+      if (u0 == u1) return;
+      auto* dst = c.exchange_buffer(0, (u1 - u0) * s.reduce * channels);
+      const auto& in = c.input(c.n.input());
+      for (std::int64_t u = u0; u < u1; ++u) {
+        const std::int64_t image = u / s.chunks, first = u % s.chunks * s.reduce;
+        for (std::int64_t q = first; q < std::min(pixels, first + s.reduce); ++q, dst += channels)
+          c.read_channels(in, image * pixels + q, 0, channels, dst);
+      }
+      return;
+    }
+    const std::int64_t count = c.last - c.first;
+    if (count == 0) return;
+    float* dst = c.template exchange_buffer<float>(0, count * s.chunks);
+    const linear_mapping& work = c.p.work.units;
+    for (std::int64_t k = 0; k < s.chunks; ++k)
+      for (std::int64_t e = c.first; e < c.last;) {  // a run of channels of one image
+        const std::int64_t image = e / channels, channel = e % channels;
+        const std::int64_t run = std::min(c.last - e, channels - channel);
+        const std::int64_t u = image * s.chunks + k;
+        const int from = work.tile_of(u);
+        c.read_partials(from, (u - work.begin(from - work.first_tile)) * channels + channel, run,
+                        dst + k * count + (e - c.first));
+        e += run;
+      }
   }
 
-  /// The mean or maximum of each element's gathered pixels.
+  /// Stage 1: each chunk's partials. Stage 2: each output element from its partials.
   template <class Ctx>
   static void compute(const Ctx& c) {
-    const std::int64_t hw = c.n.in.dim[1] * c.n.in.dim[2];
-    const auto* x = c.exchange_buffer(0, (c.last - c.first) * hw);
-    auto* y = c.output();
-    for (std::int64_t e = c.first; e < c.last; ++e) {
-      const auto* pixels = x + (e - c.first) * hw;
-      y[e - c.first] = Max ? kernels::maximum(pixels, 1, hw) : kernels::mean(pixels, 1, hw);
+    const step_model& s = c.p.step;
+    const std::int64_t channels = s.block_channels, pixels = c.n.in.dim[1] * c.n.in.dim[2];
+    if (c.slice == 0) {
+      const auto [u0, u1] = units_of(c);
+      if (u0 == u1) return;
+      const auto* x = c.exchange_buffer(0, (u1 - u0) * s.reduce * channels);
+      float* partials = c.template partials<float>((u1 - u0) * channels);
+      for (std::int64_t u = u0; u < u1; ++u) {
+        const std::int64_t first = u % s.chunks * s.reduce, count = std::min(pixels, first + s.reduce) - first;
+        kernels::partial_pixels<Max>(x, channels, count, partials + (u - u0) * channels);
+        x += count * channels;
+      }
+      return;
     }
+    const std::int64_t count = c.last - c.first;
+    if (count == 0) return;
+    const float* x = c.template exchange_buffer<float>(0, count * s.chunks);
+    auto* y = c.output();
+    using T = std::remove_cvref_t<decltype(*y)>;
+    for (std::int64_t e = 0; e < count; ++e) y[e] = kernels::reduce_partials<Max, T>(x + e, count, s.chunks, pixels);
+  }
+
+ private:
+  /// The chunks `[begin, end)` the tile reduces in stage 1.
+  template <class Ctx>
+  static std::pair<std::int64_t, std::int64_t> units_of(const Ctx& c) noexcept {
+    const linear_mapping& work = c.p.work.units;
+    const std::int64_t part = c.tile - work.first_tile;
+    if (part < 0 || part >= work.parts) return {0, 0};
+    return {work.begin(part), work.end(part)};
   }
 };
 

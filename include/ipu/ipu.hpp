@@ -15,6 +15,7 @@
 
 #include <ipu/models/efficientnet.hpp>
 #include <ipu/models/mobilenet.hpp>
+#include <ipu/models/padding.hpp>
 #include <ipu/models/resnext.hpp>
 
 #include <ipu/plan/auto_shard.hpp>

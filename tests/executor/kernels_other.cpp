@@ -141,8 +141,8 @@ TEST_CASE("global average pooling and dense layers match the reference") {
 
 TEST_CASE("global pooling reduced in stages over the tiles matches the reference") {
   check_nets<small_target<16>, gap_chunks, gmp, adaptive_1>();
-  check_nets<small_target<64>, gap_chunks, gmp>();
-  check_nets<small_target<4>, gap_chunks, adaptive_1>();
+  check<gap_chunks<ipu::f32>, small_target<64>>(1e-5);  // one pixel per chunk over 64 tiles
+  check<adaptive_1<ipu::f16>, small_target<4>>(1e-2);   // several chunks per tile
 }
 
 TEST_CASE("residual adds with shortcuts stored alike and differently match the reference") {

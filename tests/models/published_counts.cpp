@@ -197,6 +197,41 @@ TEST_CASE("MobileNetV2 has torchvision's 3,504,872 parameters and ~300 M MACs", 
   STATIC_REQUIRE(t[ipu::find_node(t, "head.conv1")].out == ipu::nhwc(1, 7, 7, 1280));
 }
 
+namespace {
+constexpr auto pytorch = m::padding_convention::pytorch;
+
+/// Whether `Pt` (PyTorch's padding) has `Tf`'s (SAME's) parameters, multiply-accumulates and
+/// node shapes, with every window larger than 1x1 padded `(k - 1) / 2` on each side.
+template <class Tf, class Pt>
+constexpr bool same_model_padded_as_pytorch() {
+  if (ipu::param_count_v<Tf> != ipu::param_count_v<Pt> || ipu::mac_count_v<Tf> != ipu::mac_count_v<Pt>) return false;
+  const auto& tf = ipu::node_table_v<Tf>;
+  const auto& pt = ipu::node_table_v<Pt>;
+  if (tf.size() != pt.size()) return false;
+  for (std::size_t j = 0; j < tf.size(); ++j) {
+    if (!(tf[j].out == pt[j].out) || !tf[j].layer.pad.same) return false;
+    const bool window = pt[j].kind == ipu::op_of<ipu::ops::conv> || pt[j].kind == ipu::op_of<ipu::ops::max_pool>;
+    const int k = pt[j].layer.kernel, p = (k - 1) / 2;
+    const ipu::padding expected = window && k > 1 ? ipu::explicit_padding(p, p, p, p) : ipu::padding{};
+    if (!(pt[j].layer.pad == expected)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("With PyTorch's padding the zoo has the same shapes, parameters and MACs", "[models]") {
+  STATIC_REQUIRE(same_model_padded_as_pytorch<m::resnet18<ipu::f32, 1>, m::resnet18<ipu::f32, 1, 3, pytorch>>());
+  STATIC_REQUIRE(same_model_padded_as_pytorch<m::resnet50<ipu::f32, 1>, m::resnet50<ipu::f32, 1, 3, pytorch>>());
+  STATIC_REQUIRE(same_model_padded_as_pytorch<m::mobilenet_v2<ipu::f32, 1>,
+                                              m::mobilenet_v2<ipu::f32, 1, 3, 1000, 224, pytorch>>());
+  STATIC_REQUIRE(same_model_padded_as_pytorch<m::efficientnet_b0<ipu::f32, 1>,
+                                              m::efficientnet_b0<ipu::f32, 1, 3, 1000, 224, pytorch>>());
+  // torchvision's stem: conv 7x7/2 padding 3, max pool 3x3/2 padding 1.
+  constexpr auto& t = ipu::node_table_v<m::resnet18<ipu::f32, 1, 3, pytorch>>;
+  STATIC_REQUIRE(t[ipu::find_node(t, "stem.conv1")].layer.pad == ipu::explicit_padding(3, 3, 3, 3));
+  STATIC_REQUIRE(t[ipu::find_node(t, "stem.max_pool1")].layer.pad == ipu::explicit_padding(1, 1, 1, 1));
+}
+
 TEST_CASE("ResNet-50 has torchvision's 25,557,032 parameters and ~4.09 G MACs", "[models]") {
   using G = m::resnet50<ipu::f32, 1>;
   STATIC_REQUIRE(ipu::param_count_v<G> == 25'557'032);

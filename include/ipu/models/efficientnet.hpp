@@ -16,9 +16,10 @@
 /// conv with bias and SiLU, expands back with a 1x1 conv with bias and a sigmoid, and scales
 /// the map by the result (`nn::multiply`, broadcast). A block that keeps its shape adds its
 /// input; stochastic depth and the dropout before the classifier are the identity at
-/// inference and are left out. Convolutions pad as TensorFlow's SAME does (Keras'
-/// `EfficientNetB0`; torchvision pads (k - 1) / 2 on every side, which gives the same shapes,
-/// parameters and multiply-accumulates).
+/// inference and are left out. Convolutions pad as `Padding` says (`padding_convention`):
+/// TensorFlow's SAME by default (Keras' `EfficientNetB0`), torchvision's `(k - 1) / 2` on every
+/// side with `padding_convention::pytorch`; both give the same shapes, parameters and
+/// multiply-accumulates.
 ///
 /// Each squeeze-and-excitation's pooling is a reduction in stages over the tiles
 /// (`ops::plan_reduction`), so no tile holds a whole map: in f16 with half partials the model
@@ -43,10 +44,10 @@ inline constexpr auto squeeze_excitation = nn::multiply(
 
 /// An MBConv block's body: expansion (unless `T` is 1), depthwise conv, squeeze-and-excitation
 /// to a quarter of `In`, linear projection.
-template <int In, int T, int K, int Out, int Stride>
+template <int In, int T, int K, int Out, int Stride, padding_convention Padding>
 inline constexpr auto mbconv_body = [] {
   constexpr int hidden = In * T;
-  constexpr auto rest = nn::conv<hidden, K, Stride, hidden> | nn::batch_norm | nn::silu |
+  constexpr auto rest = padded_as<Padding>(nn::conv<hidden, K, Stride, hidden>) | nn::batch_norm | nn::silu |
                         nn::scope<"se">(squeeze_excitation<hidden, (In / 4 > 1 ? In / 4 : 1)>) |
                         nn::conv<Out, 1> | nn::batch_norm;
   if constexpr (T == 1) {
@@ -58,38 +59,39 @@ inline constexpr auto mbconv_body = [] {
 
 /// EfficientNet's MBConv block with expansion `T` and a `K` x `K` depthwise kernel to `Out`
 /// channels: `body<In, Stride>`.
-template <int T, int K, int Out>
+template <int T, int K, int Out, padding_convention Padding>
 struct mbconv_block {
   /// The block's body from `In` channels, with stride `Stride`.
   template <int In, int Stride>
-  static constexpr auto body = mbconv_body<In, T, K, Out, Stride>;
+  static constexpr auto body = mbconv_body<In, T, K, Out, Stride, Padding>;
 };
 
 /// A stage of `N` MBConv blocks (`inverted_stage`).
-template <int In, int T, int K, int Out, int N, int Stride>
-inline constexpr auto mbconv_stage = inverted_stage<In, Out, N, Stride, mbconv_block<T, K, Out>>;
+template <int In, int T, int K, int Out, int N, int Stride, padding_convention Padding>
+inline constexpr auto mbconv_stage = inverted_stage<In, Out, N, Stride, mbconv_block<T, K, Out, Padding>>;
 
-template <class DType, int Batch, int InChannels, int Classes, int ImageSize>
+template <class DType, int Batch, int InChannels, int Classes, int ImageSize, padding_convention Padding>
 inline constexpr auto efficientnet_b0_graph =
     input<DType, Batch, ImageSize, ImageSize, InChannels> |
-    nn::scope<"stem">(nn::conv<32, 3, 2> | nn::batch_norm | nn::silu) |
-    nn::scope<"stage1">(mbconv_stage<32, 1, 3, 16, 1, 1>) |
-    nn::scope<"stage2">(mbconv_stage<16, 6, 3, 24, 2, 2>) |
-    nn::scope<"stage3">(mbconv_stage<24, 6, 5, 40, 2, 2>) |
-    nn::scope<"stage4">(mbconv_stage<40, 6, 3, 80, 3, 2>) |
-    nn::scope<"stage5">(mbconv_stage<80, 6, 5, 112, 3, 1>) |
-    nn::scope<"stage6">(mbconv_stage<112, 6, 5, 192, 4, 2>) |
-    nn::scope<"stage7">(mbconv_stage<192, 6, 3, 320, 1, 1>) |
+    nn::scope<"stem">(padded_as<Padding>(nn::conv<32, 3, 2>) | nn::batch_norm | nn::silu) |
+    nn::scope<"stage1">(mbconv_stage<32, 1, 3, 16, 1, 1, Padding>) |
+    nn::scope<"stage2">(mbconv_stage<16, 6, 3, 24, 2, 2, Padding>) |
+    nn::scope<"stage3">(mbconv_stage<24, 6, 5, 40, 2, 2, Padding>) |
+    nn::scope<"stage4">(mbconv_stage<40, 6, 3, 80, 3, 2, Padding>) |
+    nn::scope<"stage5">(mbconv_stage<80, 6, 5, 112, 3, 1, Padding>) |
+    nn::scope<"stage6">(mbconv_stage<112, 6, 5, 192, 4, 2, Padding>) |
+    nn::scope<"stage7">(mbconv_stage<192, 6, 3, 320, 1, 1, Padding>) |
     nn::scope<"head">(nn::conv<1280, 1> | nn::batch_norm | nn::silu) |
     nn::global_avg_pool | nn::dense<Classes>;
 
 }  // namespace detail
 
-/// EfficientNet-B0 (torchvision's `efficientnet_b0`): 5,288,548 parameters at 3 input
-/// channels and 1000 classes.
-template <ElementType DType, int Batch, int InChannels = 3, int Classes = 1000, int ImageSize = 224>
+/// EfficientNet-B0 (torchvision's `efficientnet_b0` with `padding_convention::pytorch`):
+/// 5,288,548 parameters at 3 input channels and 1000 classes.
+template <ElementType DType, int Batch, int InChannels = 3, int Classes = 1000, int ImageSize = 224,
+          padding_convention Padding = padding_convention::tensorflow>
   requires(Batch > 0)
-using efficientnet_b0 =
-    std::remove_cvref_t<decltype(detail::efficientnet_b0_graph<DType, Batch, InChannels, Classes, ImageSize>)>;
+using efficientnet_b0 = std::remove_cvref_t<
+    decltype(detail::efficientnet_b0_graph<DType, Batch, InChannels, Classes, ImageSize, Padding>)>;
 
 }  // namespace ipu::models

@@ -14,10 +14,15 @@
 /// followed by batch norm, the first two by relu), plus a shortcut; its width is
 /// `planes * WidthPerGroup / 64 * Cardinality` with `planes = 64, 128, 256, 512`, and it
 /// expands to `4 * planes` channels. The first block of a stage has a projection shortcut.
+///
+/// Every model pads as `Padding` says (`padding_convention`): TensorFlow's SAME by default, the
+/// Keras models and the seed's; `padding_convention::pytorch` pads the 7x7 stem by 3, the max
+/// pool and the 3x3 convs by 1, as torchvision does, which a port of torchvision's weights needs.
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/layers.hpp>
+#include <ipu/models/padding.hpp>
 
 #include <cstdint>
 #include <type_traits>
@@ -33,21 +38,28 @@ enum class stride_at : std::uint8_t {
 
 namespace detail {
 
-template <int Width, int Out, int Stride, int Groups, stride_at At>
+template <int Width, int Out, int Stride, int Groups, stride_at At, padding_convention Padding>
 inline constexpr auto bottleneck_body =
     nn::conv<Width, 1, At == stride_at::first_conv ? Stride : 1> | nn::batch_norm | nn::relu |
-    nn::conv<Width, 3, At == stride_at::grouped_conv ? Stride : 1, Groups> | nn::batch_norm | nn::relu |
-    nn::conv<Out, 1> | nn::batch_norm;
+    padded_as<Padding>(nn::conv<Width, 3, At == stride_at::grouped_conv ? Stride : 1, Groups>) | nn::batch_norm |
+    nn::relu | nn::conv<Out, 1> | nn::batch_norm;
 
-template <int Planes, int Blocks, int Stride, int Cardinality, int WidthPerGroup, stride_at At>
+template <int Planes, int Blocks, int Stride, int Cardinality, int WidthPerGroup, stride_at At, padding_convention Padding>
 inline constexpr auto stage = [] {
   constexpr int width = Planes * WidthPerGroup / 64 * Cardinality;
   constexpr int out = 4 * Planes;
-  constexpr auto first = nn::residual(bottleneck_body<width, out, Stride, Cardinality, At>,
+  constexpr auto first = nn::residual(bottleneck_body<width, out, Stride, Cardinality, At, Padding>,
                                       nn::conv<out, 1, Stride> | nn::batch_norm) |
                          nn::relu;
-  return first | nn::repeat<Blocks - 1>(nn::residual(bottleneck_body<width, out, 1, Cardinality, At>) | nn::relu);
+  return first |
+         nn::repeat<Blocks - 1>(nn::residual(bottleneck_body<width, out, 1, Cardinality, At, Padding>) | nn::relu);
 }();
+
+/// The stem of every ResNet: a 7x7/2 convolution to 64 channels, batch norm, relu and a 3x3/2
+/// max pool.
+template <padding_convention Padding>
+inline constexpr auto resnet_stem = padded_as<Padding>(nn::conv<64, 7, 2>) | nn::batch_norm | nn::relu |
+                                    padded_as<Padding>(nn::max_pool<3, 2>);
 
 template <int Layers, int Stage>
 inline constexpr int blocks_in_stage = [] {
@@ -56,79 +68,84 @@ inline constexpr int blocks_in_stage = [] {
 }();
 
 template <class DType, int Batch, int Layers, int Cardinality, int WidthPerGroup, int InChannels, int Classes,
-          int ImageSize, stride_at At>
+          int ImageSize, stride_at At, padding_convention Padding>
 inline constexpr auto resnext_graph =
-    input<DType, Batch, ImageSize, ImageSize, InChannels> |
-    nn::scope<"stem">(nn::conv<64, 7, 2> | nn::batch_norm | nn::relu | nn::max_pool<3, 2>) |
-    nn::scope<"stage1">(stage<64, blocks_in_stage<Layers, 0>, 1, Cardinality, WidthPerGroup, At>) |
-    nn::scope<"stage2">(stage<128, blocks_in_stage<Layers, 1>, 2, Cardinality, WidthPerGroup, At>) |
-    nn::scope<"stage3">(stage<256, blocks_in_stage<Layers, 2>, 2, Cardinality, WidthPerGroup, At>) |
-    nn::scope<"stage4">(stage<512, blocks_in_stage<Layers, 3>, 2, Cardinality, WidthPerGroup, At>) |
+    input<DType, Batch, ImageSize, ImageSize, InChannels> | nn::scope<"stem">(resnet_stem<Padding>) |
+    nn::scope<"stage1">(stage<64, blocks_in_stage<Layers, 0>, 1, Cardinality, WidthPerGroup, At, Padding>) |
+    nn::scope<"stage2">(stage<128, blocks_in_stage<Layers, 1>, 2, Cardinality, WidthPerGroup, At, Padding>) |
+    nn::scope<"stage3">(stage<256, blocks_in_stage<Layers, 2>, 2, Cardinality, WidthPerGroup, At, Padding>) |
+    nn::scope<"stage4">(stage<512, blocks_in_stage<Layers, 3>, 2, Cardinality, WidthPerGroup, At, Padding>) |
     nn::global_avg_pool | nn::dense<Classes>;
 
 /// A basic block's body: two 3x3 convs, the first strided.
-template <int Out, int Stride>
-inline constexpr auto basic_body =
-    nn::conv<Out, 3, Stride> | nn::batch_norm | nn::relu | nn::conv<Out, 3> | nn::batch_norm;
+template <int Out, int Stride, padding_convention Padding>
+inline constexpr auto basic_body = padded_as<Padding>(nn::conv<Out, 3, Stride>) | nn::batch_norm | nn::relu |
+                                   padded_as<Padding>(nn::conv<Out, 3>) | nn::batch_norm;
 
 /// A stage of basic blocks; its first has a projection shortcut when it strides.
-template <int Planes, int Blocks, int Stride>
+template <int Planes, int Blocks, int Stride, padding_convention Padding>
 inline constexpr auto basic_stage = [] {
-  constexpr auto rest = nn::repeat<Blocks - 1>(nn::residual(basic_body<Planes, 1>) | nn::relu);
+  constexpr auto rest = nn::repeat<Blocks - 1>(nn::residual(basic_body<Planes, 1, Padding>) | nn::relu);
   if constexpr (Stride == 1) {
-    return nn::residual(basic_body<Planes, 1>) | nn::relu | rest;
+    return nn::residual(basic_body<Planes, 1, Padding>) | nn::relu | rest;
   } else {
-    return nn::residual(basic_body<Planes, Stride>, nn::conv<Planes, 1, Stride> | nn::batch_norm) | nn::relu | rest;
+    return nn::residual(basic_body<Planes, Stride, Padding>, nn::conv<Planes, 1, Stride> | nn::batch_norm) |
+           nn::relu | rest;
   }
 }();
 
-template <class DType, int Batch, int Layers, int InChannels, int Classes, int ImageSize>
+template <class DType, int Batch, int Layers, int InChannels, int Classes, int ImageSize, padding_convention Padding>
 inline constexpr auto resnet_basic_graph =
-    input<DType, Batch, ImageSize, ImageSize, InChannels> |
-    nn::scope<"stem">(nn::conv<64, 7, 2> | nn::batch_norm | nn::relu | nn::max_pool<3, 2>) |
-    nn::scope<"stage1">(basic_stage<64, Layers == 18 ? 2 : 3, 1>) |
-    nn::scope<"stage2">(basic_stage<128, Layers == 18 ? 2 : 4, 2>) |
-    nn::scope<"stage3">(basic_stage<256, Layers == 18 ? 2 : 6, 2>) |
-    nn::scope<"stage4">(basic_stage<512, Layers == 18 ? 2 : 3, 2>) |
+    input<DType, Batch, ImageSize, ImageSize, InChannels> | nn::scope<"stem">(resnet_stem<Padding>) |
+    nn::scope<"stage1">(basic_stage<64, Layers == 18 ? 2 : 3, 1, Padding>) |
+    nn::scope<"stage2">(basic_stage<128, Layers == 18 ? 2 : 4, 2, Padding>) |
+    nn::scope<"stage3">(basic_stage<256, Layers == 18 ? 2 : 6, 2, Padding>) |
+    nn::scope<"stage4">(basic_stage<512, Layers == 18 ? 2 : 3, 2, Padding>) |
     nn::global_avg_pool | nn::dense<Classes>;
 
 }  // namespace detail
 
-/// ResNet of basic blocks (18 or 34 layers) as a graph type.
-template <ElementType DType, int Batch, int Layers, int InChannels = 3, int Classes = 1000, int ImageSize = 224>
+/// ResNet of basic blocks (18 or 34 layers) as a graph type, padded by `Padding`.
+template <ElementType DType, int Batch, int Layers, int InChannels = 3, int Classes = 1000, int ImageSize = 224,
+          padding_convention Padding = padding_convention::tensorflow>
   requires(Layers == 18 || Layers == 34) && (Batch > 0)
-using resnet_basic =
-    std::remove_cvref_t<decltype(detail::resnet_basic_graph<DType, Batch, Layers, InChannels, Classes, ImageSize>)>;
+using resnet_basic = std::remove_cvref_t<
+    decltype(detail::resnet_basic_graph<DType, Batch, Layers, InChannels, Classes, ImageSize, Padding>)>;
 
-/// ResNet-18 (torchvision's `resnet18`): 11,689,512 parameters at 3 input channels.
-template <ElementType DType, int Batch, int InChannels = 3>
-using resnet18 = resnet_basic<DType, Batch, 18, InChannels>;
-/// ResNet-34 (torchvision's `resnet34`): 21,797,672 parameters at 3 input channels.
-template <ElementType DType, int Batch, int InChannels = 3>
-using resnet34 = resnet_basic<DType, Batch, 34, InChannels>;
+/// ResNet-18 (torchvision's `resnet18` with `padding_convention::pytorch`): 11,689,512
+/// parameters at 3 input channels.
+template <ElementType DType, int Batch, int InChannels = 3, padding_convention Padding = padding_convention::tensorflow>
+using resnet18 = resnet_basic<DType, Batch, 18, InChannels, 1000, 224, Padding>;
+/// ResNet-34 (torchvision's `resnet34` with `padding_convention::pytorch`): 21,797,672
+/// parameters at 3 input channels.
+template <ElementType DType, int Batch, int InChannels = 3, padding_convention Padding = padding_convention::tensorflow>
+using resnet34 = resnet_basic<DType, Batch, 34, InChannels, 1000, 224, Padding>;
 
-/// ResNeXt (ResNet when `Cardinality == 1` and `WidthPerGroup == 64`) as a graph type.
+/// ResNeXt (ResNet when `Cardinality == 1` and `WidthPerGroup == 64`) as a graph type, padded
+/// by `Padding`.
 template <ElementType DType, int Batch, int Layers, int Cardinality, int WidthPerGroup, int InChannels = 3,
-          int Classes = 1000, int ImageSize = 224, stride_at At = stride_at::grouped_conv>
+          int Classes = 1000, int ImageSize = 224, stride_at At = stride_at::grouped_conv,
+          padding_convention Padding = padding_convention::tensorflow>
   requires(Layers == 50 || Layers == 101 || Layers == 152) && (Batch > 0) && (Cardinality > 0) &&
           (WidthPerGroup > 0)
 using resnext = std::remove_cvref_t<decltype(detail::resnext_graph<DType, Batch, Layers, Cardinality, WidthPerGroup,
-                                                                   InChannels, Classes, ImageSize, At>)>;
+                                                                   InChannels, Classes, ImageSize, At, Padding>)>;
 
-/// ResNet-50 (torchvision's `resnet50`): 25,557,032 parameters at 3 input channels.
-template <ElementType DType, int Batch, int InChannels = 3>
-using resnet50 = resnext<DType, Batch, 50, 1, 64, InChannels>;
+/// ResNet-50 (torchvision's `resnet50` with `padding_convention::pytorch`): 25,557,032
+/// parameters at 3 input channels.
+template <ElementType DType, int Batch, int InChannels = 3, padding_convention Padding = padding_convention::tensorflow>
+using resnet50 = resnext<DType, Batch, 50, 1, 64, InChannels, 1000, 224, stride_at::grouped_conv, Padding>;
 /// ResNet-101.
-template <ElementType DType, int Batch, int InChannels = 3>
-using resnet101 = resnext<DType, Batch, 101, 1, 64, InChannels>;
+template <ElementType DType, int Batch, int InChannels = 3, padding_convention Padding = padding_convention::tensorflow>
+using resnet101 = resnext<DType, Batch, 101, 1, 64, InChannels, 1000, 224, stride_at::grouped_conv, Padding>;
 /// ResNet-152.
-template <ElementType DType, int Batch, int InChannels = 3>
-using resnet152 = resnext<DType, Batch, 152, 1, 64, InChannels>;
+template <ElementType DType, int Batch, int InChannels = 3, padding_convention Padding = padding_convention::tensorflow>
+using resnet152 = resnext<DType, Batch, 152, 1, 64, InChannels, 1000, 224, stride_at::grouped_conv, Padding>;
 /// ResNeXt-50 32x4d: 25,028,904 parameters at 3 input channels.
-template <ElementType DType, int Batch, int InChannels = 3>
-using resnext50_32x4d = resnext<DType, Batch, 50, 32, 4, InChannels>;
+template <ElementType DType, int Batch, int InChannels = 3, padding_convention Padding = padding_convention::tensorflow>
+using resnext50_32x4d = resnext<DType, Batch, 50, 32, 4, InChannels, 1000, 224, stride_at::grouped_conv, Padding>;
 /// ResNeXt-101 32x4d, the network of the TensorFlow inference seed (which uses 4 input channels).
-template <ElementType DType, int Batch, int InChannels = 3>
-using resnext101_32x4d = resnext<DType, Batch, 101, 32, 4, InChannels>;
+template <ElementType DType, int Batch, int InChannels = 3, padding_convention Padding = padding_convention::tensorflow>
+using resnext101_32x4d = resnext<DType, Batch, 101, 32, 4, InChannels, 1000, 224, stride_at::grouped_conv, Padding>;
 
 }  // namespace ipu::models

@@ -108,13 +108,6 @@ inline dnnl::memory::desc activation_desc(std::int64_t n, std::int64_t h, std::i
   return {{n, c, h, w}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc};
 }
 
-/// TensorFlow's SAME padding as oneDNN's `padding_l`, `padding_r` for one spatial axis.
-inline std::pair<std::int64_t, std::int64_t> same_padding(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                                          std::int64_t stride) {
-  const std::int64_t before = ipu::kernels::same_padding_before(in, out, kernel, stride);
-  return {before, ipu::kernels::same_padding_total(in, out, kernel, stride) - before};
-}
-
 /// A convolution as oneDNN's primitive descriptor: source and destination NHWC, weights in
 /// the layout oneDNN prefers (`format_tag::any`), an optional bias, `attr`'s post-ops.
 inline dnnl::convolution_forward::primitive_desc conv_primitive(const ipu::kernels::conv_shape& s, bool bias,
@@ -123,29 +116,30 @@ inline dnnl::convolution_forward::primitive_desc conv_primitive(const ipu::kerne
   using md = dnnl::memory::desc;
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
-  const std::int64_t o = s.out_channels, i = s.in_channels, g = s.groups, k = s.kernel;
+  const std::int64_t o = s.out_channels, i = s.in_channels, g = s.groups, kh = s.kernel.h, kw = s.kernel.w;
   const md src = activation_desc(s.batch, s.in_height, s.in_width, i);
   const md dst = activation_desc(s.batch, s.out_height(), s.out_width(), o);
-  const md weights = g > 1 ? md({g, o / g, i / g, k, k}, dt::f32, tag::any) : md({o, i, k, k}, dt::f32, tag::any);
-  const auto [top, bottom] = same_padding(s.in_height, s.out_height(), k, s.stride);
-  const auto [left, right] = same_padding(s.in_width, s.out_width(), k, s.stride);
-  const dnnl::memory::dims strides{s.stride, s.stride}, pad_l{top, left}, pad_r{bottom, right};
+  const md weights = g > 1 ? md({g, o / g, i / g, kh, kw}, dt::f32, tag::any) : md({o, i, kh, kw}, dt::f32, tag::any);
+  const ipu::kernels::window_geometry w = s.geometry();
+  const dnnl::memory::dims strides{s.stride.h, s.stride.w}, pad_l{w.pad_top, w.pad_left}, pad_r{w.pad_bottom, w.pad_right};
+  // oneDNN counts the cells skipped between taps: 0 when they are adjacent.
+  const dnnl::memory::dims dilates{s.dilation.h - 1, s.dilation.w - 1};
   using conv = dnnl::convolution_forward;
   const auto kind = dnnl::prop_kind::forward_inference;
   const auto algo = dnnl::algorithm::convolution_auto;
-  const conv::desc d = bias ? conv::desc(kind, algo, src, weights, md({o}, dt::f32, tag::a), dst, strides, pad_l, pad_r)
-                            : conv::desc(kind, algo, src, weights, dst, strides, pad_l, pad_r);
+  const conv::desc d = bias ? conv::desc(kind, algo, src, weights, md({o}, dt::f32, tag::a), dst, strides, dilates, pad_l, pad_r)
+                            : conv::desc(kind, algo, src, weights, dst, strides, dilates, pad_l, pad_r);
   return {d, attr, eng};
 }
 
-/// `hwio` (ipu's layout, `[k][k][in / groups][out]`) reordered once into `layout`.
+/// `hwio` (ipu's layout, `[kh][kw][in / groups][out]`) reordered once into `layout`.
 inline dnnl::memory conv_weights(const ipu::kernels::conv_shape& s, std::span<const float> hwio,
                                  const dnnl::memory::desc& layout, const dnnl::engine& eng) {
   using md = dnnl::memory::desc;
-  const std::int64_t o = s.out_channels, i = s.in_channels / s.groups, g = s.groups, k = s.kernel;
+  const std::int64_t o = s.out_channels, i = s.in_channels / s.groups, g = s.groups, kh = s.kernel.h, kw = s.kernel.w;
   // HWIO with the output channels split into (group, channel in group), as strides.
-  const md user = g > 1 ? md({g, o / g, i, k, k}, dnnl::memory::data_type::f32, {o / g, 1, o, k * i * o, i * o})
-                        : md({o, i, k, k}, dnnl::memory::data_type::f32, {1, o, k * i * o, i * o});
+  const md user = g > 1 ? md({g, o / g, i, kh, kw}, dnnl::memory::data_type::f32, {o / g, 1, o, kw * i * o, i * o})
+                        : md({o, i, kh, kw}, dnnl::memory::data_type::f32, {1, o, kw * i * o, i * o});
   dnnl::memory from(user, eng, const_cast<float*>(hwio.data())), to(layout, eng);
   dnnl::stream stream(eng);
   dnnl::reorder(from, to).execute(stream, from, to);

@@ -50,7 +50,8 @@ using model_t = ipu::models::resnext<ipu::f32, /*batch*/ 4, /*layers*/ 101, /*ca
                                      ipu::models::stride_at::first_conv>;
 
 constexpr conv_shape shape_of(const ipu::node& n) noexcept {
-  return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.dim[3], n.layer.filters, n.layer.kernel, n.layer.stride, n.layer.groups};
+  return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.dim[3], n.layer.filters, n.layer.kernel, n.layer.stride, n.layer.groups,
+          n.layer.pad, n.layer.dilation};
 }
 
 /// A distinct convolution shape and how many layers have it.
@@ -90,11 +91,14 @@ constexpr auto& table = ipu::node_table_v<model_t>;
 constexpr std::array shapes = distinct_convs<distinct_conv_count(table)>(table);
 static_assert(shapes.size() > 10, "ResNeXt-101 has a few dozen distinct convolutions");
 
-/// `conv/56x56x128->128 k3 s1 g32`.
+/// `conv/56x56x128->128 k3 s1 g32` (`k1x7`, `s2x1` where the axes differ, ` d2` when dilated).
 std::string name_of(const conv_shape& s) {
+  const auto pair = [](ipu::hw x) {
+    return x.h == x.w ? std::to_string(x.h) : std::to_string(x.h) + "x" + std::to_string(x.w);
+  };
   return "conv/" + std::to_string(s.in_height) + "x" + std::to_string(s.in_width) + "x" + std::to_string(s.in_channels) +
-         "->" + std::to_string(s.out_channels) + " k" + std::to_string(s.kernel) + " s" + std::to_string(s.stride) + " g" +
-         std::to_string(s.groups);
+         "->" + std::to_string(s.out_channels) + " k" + pair(s.kernel) + " s" + pair(s.stride) + " g" +
+         std::to_string(s.groups) + (s.dilation == ipu::hw{1, 1} ? "" : " d" + pair(s.dilation));
 }
 
 /// Random input `[batch][h][w][c]` in [-1, 1] and HWIO weights with variance 1 / fan_in; the
@@ -104,10 +108,10 @@ struct problem {
 
   explicit problem(const conv_shape& s) {
     std::mt19937 rng(static_cast<std::uint32_t>(s.in_height * 1'000'003 + s.in_channels * 1009 + s.out_channels * 31 +
-                                                s.kernel * 7 + s.stride * 3 + s.groups));
+                                                s.kernel.area() * 7 + s.stride.h * 3 + s.groups));
     input.resize(static_cast<std::size_t>(s.batch * s.in_height * s.in_width * s.in_channels));
     for (float& v : input) v = std::uniform_real_distribution<float>(-1, 1)(rng);
-    const std::int64_t fan_in = s.kernel * s.kernel * (s.in_channels / s.groups);
+    const std::int64_t fan_in = s.kernel.area() * (s.in_channels / s.groups);
     const float limit = std::sqrt(3.0f / static_cast<float>(fan_in));
     kernel.resize(static_cast<std::size_t>(fan_in * s.out_channels));
     for (float& v : kernel) v = std::uniform_real_distribution<float>(-limit, limit)(rng);

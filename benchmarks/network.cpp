@@ -119,7 +119,8 @@ memory::desc desc_of(const ipu::shape& s) {
 }
 
 ipu::kernels::conv_shape conv_shape_of(const ipu::node& n) {
-  return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.dim[3], n.layer.filters, n.layer.kernel, n.layer.stride, n.layer.groups};
+  return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.dim[3], n.layer.filters, n.layer.kernel, n.layer.stride, n.layer.groups,
+          n.layer.pad, n.layer.dilation};
 }
 
 /// Graph `G` as oneDNN primitives in f32 with `G`'s weights (see the file comment).
@@ -375,14 +376,16 @@ class onednn_network {
       case op_tag::avg_pool:
       case op_tag::global_avg_pool: {
         const bool global = n.kind == ipu::op_of<ipu::ops::global_avg_pool>;
-        const std::int64_t h = n.in.dim[1], wd = n.in.dim[2], k = global ? 0 : n.layer.kernel, st = global ? 1 : n.layer.stride;
+        const std::int64_t h = n.in.dim[1], wd = n.in.dim[2];
+        const std::int64_t kh = global ? h : n.layer.kernel.h, kw = global ? wd : n.layer.kernel.w;
+        const std::int64_t sh = global ? 1 : n.layer.stride.h, sw = global ? 1 : n.layer.stride.w;
         const memory::desc src = desc_of(n.in);
         const memory::desc dst = global ? ipu_bench::activation_desc(n.in.dim[0], 1, 1, n.in.dim[3]) : desc_of(n.out);
-        const auto [top, bottom] = global ? std::pair<std::int64_t, std::int64_t>{0, 0} : ipu_bench::same_padding(h, n.out.dim[1], k, st);
-        const auto [left, right] = global ? std::pair<std::int64_t, std::int64_t>{0, 0} : ipu_bench::same_padding(wd, n.out.dim[2], k, st);
+        const ipu::kernels::window_geometry w = global ? ipu::kernels::window_geometry{} : ipu::ops::geometry_of(n);
+        const std::int64_t top = w.pad_top, bottom = w.pad_bottom, left = w.pad_left, right = w.pad_right;
         const auto algo = n.kind == ipu::op_of<ipu::ops::max_pool> ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
         using pool = dnnl::pooling_forward;
-        const pool::desc d(forward, algo, src, dst, {st, st}, global ? memory::dims{h, wd} : memory::dims{k, k}, {top, left},
+        const pool::desc d(forward, algo, src, dst, {sh, sw}, {kh, kw}, {top, left},
                            {bottom, right});
         s.primitive = pool(pool::primitive_desc(d, engine_));
         s.args[DNNL_ARG_SRC] = user_memory(src, n.input());

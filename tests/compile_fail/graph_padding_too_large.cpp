@@ -1,7 +1,7 @@
 // A 3x3 conv padded by 3 rows above: explicit padding must be below the window on each side.
 // expect: window_padding_must_be_below_the_window
 // expect: "stem[.]conv1"
-// expect: window_size[{]3[}]
+// expect: window_size[{]3, 3[}]
 // expect: padding_top_bottom_left_right[{]3, 1, 1, 1[}]
 // expect: smaller than the window on each side
 #include <ipu/ipu.hpp>

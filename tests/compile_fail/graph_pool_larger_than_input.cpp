@@ -1,7 +1,7 @@
 // A 5x5 max pool on a 4x4 input.
 // expect: pool_window_must_fit_input
 // expect: "stem[.]max_pool1"
-// expect: window_size[{]5[}]
+// expect: window_size[{]5, 5[}]
 // expect: input_height[{]4[}]
 // expect: larger than its input
 #include <ipu/ipu.hpp>

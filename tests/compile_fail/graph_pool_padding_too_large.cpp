@@ -1,7 +1,7 @@
 // A VALID 3x3 max pool on a 2x2 input: the padded input must hold the window.
 // expect: window_padding_must_be_below_the_window
 // expect: "max_pool1"
-// expect: window_size[{]3[}]
+// expect: window_size[{]3, 3[}]
 // expect: padding_top_bottom_left_right[{]0, 0, 0, 0[}]
 // expect: input_height[{]2[}]
 #include <ipu/ipu.hpp>

@@ -1,7 +1,8 @@
 // The convolution kernels, through graphs of one or two layers: kernel sizes 1, 3, 5 and 7,
 // strides 1 and 2, dense and grouped convs (2 and 4 groups, depthwise), odd and 1x1 spatial
 // sizes, channel counts that are not multiples of 4, conv + batch norm (+ relu), serial
-// slices, and serial phases over kernel taps and input channels. Every graph runs in f32 and in f16 with f32 partials, on targets of 4, 16 and 64
+// slices, and serial phases over kernel taps (of a dilated 3x2 kernel too) and input
+// channels. Non-square and dilated windows in a whole net: windows.cpp. Every graph runs in f32 and in f16 with f32 partials, on targets of 4, 16 and 64
 // tiles so that several tile mappings and channel splits are exercised, and each run is
 // checked three ways:
 //   - against the double-precision reference (tests/support/reference.hpp), to 1e-5 in f32
@@ -87,6 +88,8 @@ template <class T> using phased_grouped = decltype(ipu::input<T, 2, 6, 6, 32> | 
 template <class T> using parted_k1 = decltype(ipu::input<T, 2, 6, 6, 96> | nn::conv<24, 1>);
 template <class T> using parted_k1_s2 = decltype(ipu::input<T, 2, 9, 9, 64> | nn::conv<16, 1, 2> | nn::relu);
 template <class T> using parted_dense = decltype(ipu::input<T, 4, 1, 1, 256> | nn::global_avg_pool | nn::dense<10>);
+template <class T>
+using phased_dilated_3x2 = decltype(ipu::input<T, 2, 9, 9, 16> | nn::conv<8, nn::hw{3, 2}>.dilated(nn::dilation<2>));
 
 /// The step model of node `j` of `G`'s plan on 4 tiles with `Opts`, when it meets the bound.
 template <class G, ipu::options Opts>
@@ -104,6 +107,7 @@ static_assert(step_of<phased_k3<ipu::f32>, starved>(1).taps == 9 && step_of<phas
 static_assert(step_of<phased_k3_s2<ipu::f32>, starved>(1).taps == 9 && step_of<phased_grouped<ipu::f32>, starved>(1).taps == 9);
 static_assert(step_of<parted_k1<ipu::f32>, starved>(1).in_parts > 1 && step_of<parted_k1_s2<ipu::f16>, starved>(1).in_parts > 1);
 static_assert(step_of<parted_dense<ipu::f32>, starved>(2).in_parts > 1);
+static_assert(step_of<phased_dilated_3x2<ipu::f32>, starved>(1).taps == 6, "a 3x2 kernel runs one of its 6 taps per phase");
 
 }  // namespace
 
@@ -150,4 +154,5 @@ TEST_CASE("convs run in phases over kernel taps and input channels match the ref
   check<parted_k1_s2<ipu::f16>, target, starved>(1e-2);
   check<parted_dense<ipu::f32>, target, starved>(1e-5);
   check<parted_dense<ipu::f16>, target, starved_half>(2e-2);
+  check<phased_dilated_3x2<ipu::f32>, target, starved>(1e-5);
 }

@@ -140,6 +140,27 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv fused epilogues match the reference
     }
 }
 
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv matches the reference and the scalar kernels on non-square and dilated windows") {
+  // Dense panels and groups in lanes (with and without the zero-padded window), SAME padding
+  // (which pads for the dilated span) and explicit, strides that differ between the axes.
+  using ipu::hw, ipu::explicit_padding;
+  static constexpr named_shape shapes[] = {
+      {"1x7 16->24 on 9x11", shape(9, 11, 16, 24, hw{1, 7})},
+      {"7x1/2x1 12->20 on 13x6 batch 2", shape(13, 6, 12, 20, hw{7, 1}, hw{2, 1}, 1, 2)},
+      {"3x3 dilation 2 20->33 on 9x9", with(shape(9, 9, 20, 33, 3), 2)},
+      {"3x3/2 dilation 3 8->16 on 11x10", with(shape(11, 10, 8, 16, 3, 2), 3)},
+      {"3x3 dilation 2 padded 2 20->20 on 7x8", with(shape(7, 8, 20, 20, 3), 2, explicit_padding(2, 2, 2, 2))},
+      {"1x7 dilation 1x2 padded 0,0,6,5 8->8 on 5x12", with(shape(5, 12, 8, 8, hw{1, 7}), hw{1, 2}, explicit_padding(0, 0, 6, 5))},
+      {"depthwise 3x3 dilation 2 16 channels on 9x8", with(shape(9, 8, 16, 16, 3, 1, 16), 2)},
+      {"3x5/2x1 dilation 2x3 32->32 8 groups of 4 on 10x17", with(shape(10, 17, 32, 32, hw{3, 5}, hw{2, 1}, 8), hw{2, 3})},
+  };
+  for (const named_shape& c : shapes) {
+    check_shape<float>(c, no_fusion);
+    check_shape<float>(c, full_fusion);
+    check_shape<ipu::f16>(c, full_fusion);
+  }
+}
+
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv in f16 matches the reference and the scalar kernels") {
   for (const named_shape& c : f16_shapes) {
     check_shape<ipu::f16>(c, no_fusion);
@@ -159,6 +180,7 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv with infinite weights gives the sca
       {"3x3 64->64 8 groups of 8 batch 2", shape(5, 5, 64, 64, 3, 1, 8, 2)},
       {"3x3 20->33 on 5x6", shape(5, 6, 20, 33, 3)},
       {"1x1 33->33 on 7x5", shape(7, 5, 33, 33, 1)},
+      {"depthwise 3x1 dilation 2 8 channels on 7x5", with(shape(7, 5, 8, 8, ipu::hw{3, 1}, 1, 8), 2)},
   };
   const auto check = [&]<class T>(const named_shape& c, std::type_identity<T>) {
     INFO(c.what << ": " << describe(c.shape) << ", " << type_name<T>);
@@ -166,7 +188,7 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv with infinite weights gives the sca
     // +inf at tap (0, 0) of output channel 0, -inf at the last tap of channel 1, both from the
     // group's first input channel: outputs at the top-left corner skip the first as padding.
     const std::int64_t oc = c.shape.out_channels, cin = c.shape.in_channels / c.shape.groups;
-    const std::int64_t last_tap = c.shape.kernel * c.shape.kernel - 1;
+    const std::int64_t last_tap = c.shape.kernel.area() - 1;
     p.kernel[0] = std::numeric_limits<float>::infinity();
     p.kernel[static_cast<std::size_t>(last_tap * cin * oc + 1)] = -std::numeric_limits<float>::infinity();
     for (const fusion& f : {no_fusion, full_fusion}) {
@@ -252,24 +274,33 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in an
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects invalid shapes") {
   using ipu::kernels::packed_conv;
   const auto kernel_of = [](const conv_shape& s) {
-    return std::vector<float>(static_cast<std::size_t>(s.kernel * s.kernel * (s.in_channels / s.groups) * s.out_channels));
+    return std::vector<float>(static_cast<std::size_t>(s.kernel.area() * (s.in_channels / s.groups) * s.out_channels));
   };
   const conv_shape valid = shape(5, 6, 8, 12, 3, 2, 4, 2);
   CHECK_NOTHROW(packed_conv<float>(valid, kernel_of(valid)));
   CHECK_NOTHROW(packed_conv<ipu::f16>(valid, kernel_of(valid)));
 
   // Zero and negative extents, each in turn (a zero stride has a test of its own, below).
+  const auto rejected = [&](const conv_shape& s) {
+    INFO(describe(s));
+    CHECK_THROWS_AS(packed_conv<float>(s, kernel_of(valid)), std::invalid_argument);
+    CHECK_THROWS_AS(packed_conv<ipu::f16>(s, kernel_of(valid)), std::invalid_argument);
+  };
   for (std::int64_t conv_shape::*extent : {&conv_shape::batch, &conv_shape::in_height, &conv_shape::in_width,
-                                           &conv_shape::in_channels, &conv_shape::out_channels, &conv_shape::kernel,
-                                           &conv_shape::stride, &conv_shape::groups})
+                                           &conv_shape::in_channels, &conv_shape::out_channels, &conv_shape::groups})
     for (std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}}) {
-      if (extent == &conv_shape::stride && bad == 0) continue;
       conv_shape s = valid;
       s.*extent = bad;
-      INFO(describe(s));
-      CHECK_THROWS_AS(packed_conv<float>(s, kernel_of(valid)), std::invalid_argument);
-      CHECK_THROWS_AS(packed_conv<ipu::f16>(s, kernel_of(valid)), std::invalid_argument);
+      rejected(s);
     }
+  for (ipu::hw conv_shape::*pair : {&conv_shape::kernel, &conv_shape::stride, &conv_shape::dilation})
+    for (int ipu::hw::*axis : {&ipu::hw::h, &ipu::hw::w})
+      for (int bad : {0, -1}) {
+        if (pair == &conv_shape::stride && bad == 0) continue;
+        conv_shape s = valid;
+        (s.*pair).*axis = bad;
+        rejected(s);
+      }
 
   // Groups that do not divide the input or the output channels.
   for (const conv_shape& s : {shape(5, 5, 6, 8, 3, 1, 4), shape(5, 5, 8, 6, 3, 1, 4), shape(5, 5, 8, 8, 3, 1, 3),
@@ -290,9 +321,11 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects invalid shapes") {
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects a zero stride") {
   // Apart because a shape's output size divides by the stride: a kernel that computes it before
   // checking the stride dies of SIGFPE, which ends the test program.
-  conv_shape s = shape(5, 5, 8, 8, 3);
-  s.stride = 0;
-  CHECK_THROWS_AS(ipu::kernels::packed_conv<float>(s, std::vector<float>(3 * 3 * 8 * 8)), std::invalid_argument);
+  for (const ipu::hw stride : {ipu::hw{0, 1}, ipu::hw{1, 0}}) {
+    conv_shape s = shape(5, 5, 8, 8, 3);
+    s.stride = stride;
+    CHECK_THROWS_AS(ipu::kernels::packed_conv<float>(s, std::vector<float>(3 * 3 * 8 * 8)), std::invalid_argument);
+  }
 }
 
 std::vector<float> outputs_for(const conv_shape& s, bool half, std::uint32_t seed) {

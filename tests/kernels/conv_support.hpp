@@ -30,12 +30,25 @@ namespace ipu_kernels_test {
 
 using ipu::kernels::conv_shape;
 
-/// `batch` images of `height` x `width` x `in` channels, a `kernel` x `kernel` convolution to
-/// `out` channels.
-constexpr conv_shape shape(std::int64_t height, std::int64_t width, std::int64_t in, std::int64_t out,
-                           std::int64_t kernel, std::int64_t stride = 1, std::int64_t groups = 1,
-                           std::int64_t batch = 1) noexcept {
-  return {batch, height, width, in, out, kernel, stride, groups};
+/// `batch` images of `height` x `width` x `in` channels, a `kernel` convolution (`ipu::hw`: one
+/// number for a square) to `out` channels, SAME padding.
+constexpr conv_shape shape(std::int64_t height, std::int64_t width, std::int64_t in, std::int64_t out, ipu::hw kernel,
+                           ipu::hw stride = 1, std::int64_t groups = 1, std::int64_t batch = 1) noexcept {
+  return {.batch = batch,
+          .in_height = height,
+          .in_width = width,
+          .in_channels = in,
+          .out_channels = out,
+          .kernel = kernel,
+          .stride = stride,
+          .groups = groups};
+}
+
+/// `s` with its taps `dilation` apart and padding `pad`.
+constexpr conv_shape with(conv_shape s, ipu::hw dilation, ipu::padding pad = {}) noexcept {
+  s.dilation = dilation;
+  s.pad = pad;
+  return s;
 }
 
 /// A shape and where it comes from, for failure messages.
@@ -223,11 +236,15 @@ inline constexpr named_shape f16_shapes[] = {
     {"3x3 128->128 32 groups batch 2", shape(6, 6, 128, 128, 3, 1, 32, 2)},
 };
 
-/// `1x28x28x64 -> 256, kernel 1, stride 2, groups 1`.
+/// `1x28x28x64 -> 256, kernel 1x1, stride 2x2, groups 1`, then the dilation and the padding
+/// when they are not the defaults.
 inline std::string describe(const conv_shape& s) {
   std::ostringstream os;
   os << s.batch << 'x' << s.in_height << 'x' << s.in_width << 'x' << s.in_channels << " -> " << s.out_channels
-     << ", kernel " << s.kernel << ", stride " << s.stride << ", groups " << s.groups;
+     << ", kernel " << s.kernel.h << 'x' << s.kernel.w << ", stride " << s.stride.h << 'x' << s.stride.w << ", groups "
+     << s.groups;
+  if (s.dilation != ipu::hw{1, 1}) os << ", dilation " << s.dilation.h << 'x' << s.dilation.w;
+  if (!s.pad.same) os << ", pad " << s.pad.top << ',' << s.pad.bottom << ',' << s.pad.left << ',' << s.pad.right;
   return os.str();
 }
 
@@ -282,7 +299,7 @@ problem<T> make_problem(const conv_shape& s, std::uint32_t seed) {
   const auto n = [](std::int64_t x) { return static_cast<std::size_t>(x); };
   p.input.resize(n(s.batch * s.in_height * s.in_width * s.in_channels));
   for (T& x : p.input) x = static_cast<T>(u());
-  const std::int64_t fan_in = s.kernel * s.kernel * (s.in_channels / s.groups);
+  const std::int64_t fan_in = s.kernel.area() * (s.in_channels / s.groups);
   const float weight_scale = std::sqrt(3.0f / static_cast<float>(fan_in));
   p.kernel.resize(n(fan_in * s.out_channels));
   for (float& w : p.kernel) w = u() * weight_scale;
@@ -326,8 +343,10 @@ std::vector<double> reference(const problem<T>& p, const fusion& f) {
   const conv_shape& s = p.shape;
   const auto i = [](std::int64_t x) { return static_cast<int>(x); };
   const int channels = i(s.out_channels);
+  const ref::window win{s.kernel.h, s.kernel.w, s.stride.h, s.stride.w, s.dilation.h, s.dilation.w};
+  const ref::padding pad{s.pad.same, s.pad.top, s.pad.bottom, s.pad.left, s.pad.right};
   ref::tensor y = ref::conv2d(as_double(p.input), i(s.batch), i(s.in_height), i(s.in_width), i(s.in_channels),
-                              as_double(p.kernel), i(s.kernel), channels, i(s.stride), i(s.groups));
+                              as_double(p.kernel), win, channels, i(s.groups), pad);
   const ref::tensor zeros(static_cast<std::size_t>(channels), 0.0), ones(static_cast<std::size_t>(channels), 1.0);
   // batch_norm with mean 0, variance 1 and epsilon 0 is exactly x * scale + shift.
   if (f.bias) y = ref::batch_norm(y, channels, ones, as_double(p.bias), zeros, ones, 0.0);
@@ -345,10 +364,10 @@ std::vector<T> scalar_path(const problem<T>& p, const fusion& f) {
   namespace kn = ipu::kernels;
   const conv_shape& s = p.shape;
   const std::int64_t cin = s.in_channels / s.groups, cout = s.out_channels / s.groups;
-  const std::int64_t rows = s.kernel * s.kernel * cin, positions = s.positions();
+  const std::int64_t rows = s.kernel.area() * cin, positions = s.positions();
   const auto n = [](std::int64_t x) { return static_cast<std::size_t>(x); };
   std::vector<T> y(p.outputs());                          // (N,OH,OW,O)
-  std::vector<float> block(n(rows * cout));                // (K,K,C/G,O/G)
+  std::vector<float> block(n(rows * cout));                // (KH,KW,C/G,O/G)
   std::vector<float> partials(n(positions * cout));
   for (std::int64_t g = 0; g < s.groups; ++g) {
     for (std::int64_t r = 0; r < rows; ++r)
@@ -387,7 +406,7 @@ double scaled_error(const std::vector<double>& expected, const std::vector<T>& a
 template <class T>
 double tolerance(const conv_shape& s) {
   if constexpr (std::is_same_v<T, float>) {
-    const double fan_in = static_cast<double>(s.kernel * s.kernel * (s.in_channels / s.groups));
+    const double fan_in = static_cast<double>(s.kernel.area() * (s.in_channels / s.groups));
     return 1e-5 * std::max(1.0, std::sqrt(fan_in / 256));
   } else {
     return 1e-2;

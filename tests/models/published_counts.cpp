@@ -211,8 +211,9 @@ constexpr bool same_model_padded_as_pytorch() {
   for (std::size_t j = 0; j < tf.size(); ++j) {
     if (!(tf[j].out == pt[j].out) || !tf[j].layer.pad.same) return false;
     const bool window = pt[j].kind == ipu::op_of<ipu::ops::conv> || pt[j].kind == ipu::op_of<ipu::ops::max_pool>;
-    const int k = pt[j].layer.kernel, p = (k - 1) / 2;
-    const ipu::padding expected = window && k > 1 ? ipu::explicit_padding(p, p, p, p) : ipu::padding{};
+    const ipu::hw k = pt[j].layer.kernel;
+    const int ph = (k.h - 1) / 2, pw = (k.w - 1) / 2;
+    const ipu::padding expected = window && k != ipu::hw{1, 1} ? ipu::explicit_padding(ph, ph, pw, pw) : ipu::padding{};
     if (!(pt[j].layer.pad == expected)) return false;
   }
   return true;

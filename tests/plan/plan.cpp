@@ -196,7 +196,7 @@ template <class Plan, class Target>
 int64_t fewest_phases_within(const Plan& p, int j, int64_t bound) {
   const ipu::node_plan& np = p.plan_of(j);
   const int64_t filters = p.at(j).out.channels(), channels = np.step.in_channels;
-  const int64_t groups = p.at(j).in.channels() / channels, taps = np.step.kernel * np.step.kernel;
+  const int64_t groups = p.at(j).in.channels() / channels, taps = np.step.kernel_taps;
   int64_t fewest = -1;
   for (const int64_t t : {int64_t{1}, taps})
     for (int64_t parts = 1; parts <= channels; ++parts) {

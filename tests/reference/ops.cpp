@@ -203,7 +203,7 @@ TEST_CASE("forward walks a hand-written node table") {
     n.kind = kind;
     n.inputs = {input, shortcut, -1, -1};
     n.input_count = input < 0 ? 0 : shortcut < 0 ? 1 : 2;
-    n.layer = {filters, kernel, 1, 1};
+    n.layer = {.filters = filters, .kernel = kernel};
     n.in = in;
     n.out = out;
     return n;
@@ -258,10 +258,10 @@ TEST_CASE("forward reads a library-lowered node table the same way as direct cal
     const ipu::node& nd = table[static_cast<std::size_t>(i)];
     const auto c = static_cast<std::size_t>(nd.in.channels());
     const auto f = static_cast<std::size_t>(nd.layer.filters);
-    const auto k = static_cast<std::size_t>(nd.layer.kernel);
+    const auto k = static_cast<std::size_t>(nd.layer.kernel.area());
     ref::params p;
     if (nd.kind == ipu::op_of<ipu::ops::conv>)
-      p.kernel = fill(k * k * c / static_cast<std::size_t>(nd.layer.groups) * f, i);
+      p.kernel = fill(k * c / static_cast<std::size_t>(nd.layer.groups) * f, i);
     if (nd.kind == ipu::op_of<ipu::ops::dense>) {
       p.kernel = fill(c * f, i);
       p.bias = fill(f, i + 100);

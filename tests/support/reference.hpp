@@ -7,9 +7,11 @@
 /// Layouts: activations NHWC flattened row-major, 2-D tensors [N, C]. Conv weights HWIO
 /// `[kh, kw, in_channels / groups, out_channels]`; dense kernel `[in, out]`, bias `[out]`.
 /// Convolution and pooling use TensorFlow's SAME padding unless a node's is explicit: out =
-/// ceil(in / stride), pad_total = max((out - 1) * stride + k - in, 0), pad_before =
+/// ceil(in / stride), pad_total = max((out - 1) * stride + span - in, 0), pad_before =
 /// pad_total / 2 (the extra cell, if any, goes at the bottom / right); explicit padding
-/// `before, after` gives out = floor((in + before + after - k) / stride) + 1.
+/// `before, after` gives out = floor((in + before + after - span) / stride) + 1. Along each
+/// axis a window of k taps `d` cells apart (its dilation) spans `span = d * (k - 1) + 1` cells,
+/// and tap `t` of output `o` reads input `o * stride - pad_before + t * d`.
 
 #include <ipu/graph/layers.hpp>
 #include <ipu/graph/node.hpp>
@@ -36,6 +38,11 @@ struct padding {
   int top = 0, bottom = 0, left = 0, right = 0;
 };
 
+/// A window's taps (kh rows by kw columns), its strides and its dilations along height and width.
+struct window {
+  int kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+};
+
 namespace detail {
 
 inline std::size_t sz(std::int64_t i) { return static_cast<std::size_t>(i); }
@@ -49,8 +56,10 @@ inline std::size_t at(int a, int b, int c, int d, int B, int C, int D) {
 /// of the padded axis (the input and the padding on both sides).
 struct axis {
   int out, pad_before, padded_end;
-  /// TensorFlow's SAME when `same`, else `before` and `after` cells (PyTorch's `padding`).
-  axis(int in, int k, int stride, bool same = true, int before = 0, int after = 0) {
+  /// TensorFlow's SAME when `same`, else `before` and `after` cells (PyTorch's `padding`), for
+  /// `k` taps `dilation` apart at `stride`.
+  axis(int in, int k, int stride, int dilation, bool same = true, int before = 0, int after = 0) {
+    k = dilation * (k - 1) + 1;  // the cells the window spans
     if (same) {
       out = (in + stride - 1) / stride;
       const int total = std::max((out - 1) * stride + k - in, 0);
@@ -73,10 +82,9 @@ inline void expect_size(const tensor& x, std::int64_t n, const char* what) {
 
 enum class pool_kind { max, avg, avg_counting_padding };
 
-inline tensor pool(pool_kind kind, const tensor& x, int n, int h, int w, int c, int k,
-                   int stride, const padding& pad) {
+inline tensor pool(pool_kind kind, const tensor& x, int n, int h, int w, int c, const window& win, const padding& pad) {
   expect_size(x, std::int64_t{n} * h * w * c, "pool input");
-  const axis ph(h, k, stride, pad.same, pad.top, pad.bottom), pw(w, k, stride, pad.same, pad.left, pad.right);
+  const axis ph(h, win.kh, win.sh, 1, pad.same, pad.top, pad.bottom), pw(w, win.kw, win.sw, 1, pad.same, pad.left, pad.right);
   tensor y(sz(std::int64_t{n} * ph.out * pw.out * c));
   for (int b = 0; b < n; ++b)
     for (int oy = 0; oy < ph.out; ++oy)
@@ -84,10 +92,10 @@ inline tensor pool(pool_kind kind, const tensor& x, int n, int h, int w, int c, 
         for (int ch = 0; ch < c; ++ch) {
           double acc = kind == pool_kind::max ? -std::numeric_limits<double>::infinity() : 0.0;
           int count = 0, padded = 0;
-          for (int ky = 0; ky < k; ++ky)
-            for (int kx = 0; kx < k; ++kx) {
-              const int iy = oy * stride - ph.pad_before + ky;
-              const int ix = ox * stride - pw.pad_before + kx;
+          for (int ky = 0; ky < win.kh; ++ky)
+            for (int kx = 0; kx < win.kw; ++kx) {
+              const int iy = oy * win.sh - ph.pad_before + ky;
+              const int ix = ox * win.sw - pw.pad_before + kx;
               // Cells of the padded image count in PyTorch's divisor; only the image's are read.
               if (iy + ph.pad_before < ph.padded_end && ix + pw.pad_before < pw.padded_end) ++padded;
               if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
@@ -103,20 +111,21 @@ inline tensor pool(pool_kind kind, const tensor& x, int n, int h, int w, int c, 
 
 }  // namespace detail
 
-/// 2-D convolution, SAME padding unless `pad` is explicit, plus `bias` unless it is empty.
-/// `x` is [n, h, w, c]; `kernel` is [k, k, c / groups, filters]; with SAME padding the result
-/// is [n, ceil(h / stride), ceil(w / stride), filters]. Group g reads input channels
+/// 2-D convolution over window `win`, SAME padding unless `pad` is explicit, plus `bias` unless
+/// it is empty. `x` is [n, h, w, c]; `kernel` is [kh, kw, c / groups, filters]; with SAME
+/// padding the result is [n, ceil(h / sh), ceil(w / sw), filters]. Group g reads input channels
 /// [g*c/groups, (g+1)*c/groups) and writes output channels [g*filters/groups, (g+1)*filters/groups).
-inline tensor conv2d(const tensor& x, int n, int h, int w, int c, const tensor& kernel, int k,
-                     int filters, int stride, int groups, const padding& pad = {}, const tensor& bias = {}) {
+inline tensor conv2d(const tensor& x, int n, int h, int w, int c, const tensor& kernel, const window& win, int filters,
+                     int groups, const padding& pad = {}, const tensor& bias = {}) {
   using detail::at;
   if (groups < 1 || c % groups != 0 || filters % groups != 0)
     throw std::invalid_argument("ipu_test::ref::conv2d: groups must divide channels and filters");
   const int cin_g = c / groups, cout_g = filters / groups;
   detail::expect_size(x, std::int64_t{n} * h * w * c, "conv2d input");
-  detail::expect_size(kernel, std::int64_t{k} * k * cin_g * filters, "conv2d kernel");
+  detail::expect_size(kernel, std::int64_t{win.kh} * win.kw * cin_g * filters, "conv2d kernel");
   if (!bias.empty()) detail::expect_size(bias, filters, "conv2d bias");
-  const detail::axis ph(h, k, stride, pad.same, pad.top, pad.bottom), pw(w, k, stride, pad.same, pad.left, pad.right);
+  const detail::axis ph(h, win.kh, win.sh, win.dh, pad.same, pad.top, pad.bottom);
+  const detail::axis pw(w, win.kw, win.sw, win.dw, pad.same, pad.left, pad.right);
   tensor y(detail::sz(std::int64_t{n} * ph.out * pw.out * filters));
   for (int b = 0; b < n; ++b)
     for (int oy = 0; oy < ph.out; ++oy)
@@ -124,18 +133,24 @@ inline tensor conv2d(const tensor& x, int n, int h, int w, int c, const tensor& 
         for (int co = 0; co < filters; ++co) {
           const int g = co / cout_g;
           double acc = 0;
-          for (int ky = 0; ky < k; ++ky)
-            for (int kx = 0; kx < k; ++kx) {
-              const int iy = oy * stride - ph.pad_before + ky;
-              const int ix = ox * stride - pw.pad_before + kx;
+          for (int ky = 0; ky < win.kh; ++ky)
+            for (int kx = 0; kx < win.kw; ++kx) {
+              const int iy = oy * win.sh - ph.pad_before + ky * win.dh;
+              const int ix = ox * win.sw - pw.pad_before + kx * win.dw;
               if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;  // zero padding
               for (int ci = 0; ci < cin_g; ++ci)
                 acc += x[at(b, iy, ix, g * cin_g + ci, h, w, c)] *
-                       kernel[at(ky, kx, ci, co, k, cin_g, filters)];
+                       kernel[at(ky, kx, ci, co, win.kw, cin_g, filters)];
             }
           y[at(b, oy, ox, co, ph.out, pw.out, filters)] = acc + (bias.empty() ? 0.0 : bias[detail::sz(co)]);
         }
   return y;
+}
+
+/// `conv2d` over a square `k x k` window at `stride` along both axes, undilated.
+inline tensor conv2d(const tensor& x, int n, int h, int w, int c, const tensor& kernel, int k, int filters, int stride,
+                     int groups, const padding& pad = {}, const tensor& bias = {}) {
+  return conv2d(x, n, h, w, c, kernel, window{k, k, stride, stride}, filters, groups, pad, bias);
 }
 
 /// Inference batch norm over the last axis (c channels):
@@ -222,18 +237,28 @@ inline tensor concat(const std::vector<const tensor*>& parts, const std::vector<
   return y;
 }
 
-/// Max pooling, k x k window, SAME padding unless `pad` is explicit; padded positions are ignored.
+/// Max pooling over window `win` (undilated), SAME padding unless `pad` is explicit; padded
+/// positions are ignored.
+inline tensor max_pool(const tensor& x, int n, int h, int w, int c, const window& win, const padding& pad = {}) {
+  return detail::pool(detail::pool_kind::max, x, n, h, w, c, win, pad);
+}
+/// `max_pool` over a square `k x k` window at `stride`.
 inline tensor max_pool(const tensor& x, int n, int h, int w, int c, int k, int stride, const padding& pad = {}) {
-  return detail::pool(detail::pool_kind::max, x, n, h, w, c, k, stride, pad);
+  return max_pool(x, n, h, w, c, window{k, k, stride, stride}, pad);
 }
 
 /// Average pooling, k x k window, SAME padding unless `pad` is explicit; divides by the number
 /// of non-padded cells, or with `count_padding` by the window's cells in the padded image
 /// (PyTorch's `count_include_pad=True`).
-inline tensor avg_pool(const tensor& x, int n, int h, int w, int c, int k, int stride, const padding& pad = {},
+inline tensor avg_pool(const tensor& x, int n, int h, int w, int c, const window& win, const padding& pad = {},
                        bool count_padding = false) {
   return detail::pool(count_padding ? detail::pool_kind::avg_counting_padding : detail::pool_kind::avg, x, n, h, w, c,
-                      k, stride, pad);
+                      win, pad);
+}
+/// `avg_pool` over a square `k x k` window at `stride`.
+inline tensor avg_pool(const tensor& x, int n, int h, int w, int c, int k, int stride, const padding& pad = {},
+                       bool count_padding = false) {
+  return avg_pool(x, n, h, w, c, window{k, k, stride, stride}, pad, count_padding);
 }
 
 /// Mean over H and W: [n, h, w, c] -> [n, c].
@@ -350,24 +375,24 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
     };
     const int self = static_cast<int>(i);
     const padding pad{nd.layer.pad.same, nd.layer.pad.top, nd.layer.pad.bottom, nd.layer.pad.left, nd.layer.pad.right};
+    const ipu::layer_params& l = nd.layer;
+    const window win{l.kernel.h, l.kernel.w, l.stride.h, l.stride.w, l.dilation.h, l.dilation.w};
     const auto is = [&]<class Op>(Op) { return nd.kind == ipu::op_of<Op>; };
     namespace ops = ipu::ops;
     if (is(ops::input{})) {
       out[i] = input;
     } else if (is(ops::conv{})) {
       const params p = params_of(self);
-      out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), p.kernel, nd.layer.kernel, nd.layer.filters,
-                      nd.layer.stride, nd.layer.groups, pad, p.bias);
+      out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), p.kernel, win, l.filters, l.groups, pad, p.bias);
     } else if (is(ops::batch_norm{})) {
       const params p = params_of(self);
       out[i] = batch_norm(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift, p.mean, p.variance);
     } else if (is(ops::relu{})) {
       out[i] = relu(src(nd.input()));
     } else if (is(ops::max_pool{})) {
-      out[i] = max_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride, pad);
+      out[i] = max_pool(src(nd.input()), d(0), d(1), d(2), d(3), win, pad);
     } else if (is(ops::avg_pool{})) {
-      out[i] = avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), nd.layer.kernel, nd.layer.stride, pad,
-                        nd.layer.count_padding);
+      out[i] = avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), win, pad, l.count_padding);
     } else if (is(ops::adaptive_avg_pool{})) {
       out[i] = adaptive_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), static_cast<int>(nd.out.dim[1]),
                                  static_cast<int>(nd.out.dim[2]));

@@ -34,8 +34,8 @@ struct input_channels { std::int64_t value; };
 struct filters { std::int64_t value; };
 /// A conv's groups, as a labelled template argument.
 struct groups { std::int64_t value; };
-/// A pooling window's height and width, as a labelled template argument.
-struct window_size { std::int64_t value; };
+/// A window's height and width (the cells a dilated conv spans), as a labelled template argument.
+struct window_size { std::int64_t height, width; };
 /// The height of a layer's input, as a labelled template argument.
 struct input_height { std::int64_t value; };
 /// The width of a layer's input, as a labelled template argument.
@@ -116,7 +116,7 @@ struct layer_needs_a_4d_input {
 /// Error: a pooling window larger than its input.
 template <auto Layer, window_size Window, input_height H, input_width W>
 struct pool_window_must_fit_input {
-  static_assert(Window.value <= H.value && Window.value <= W.value,
+  static_assert(Window.height <= H.value && Window.width <= W.value,
                 "ipu: the pooling window is larger than its input");
   static constexpr bool value = false;
 };
@@ -125,7 +125,7 @@ struct pool_window_must_fit_input {
 /// side, or that leaves the padded input smaller than the window.
 template <auto Layer, window_size Window, padding_top_bottom_left_right Padding, input_height H, input_width W>
 struct window_padding_must_be_below_the_window {
-  static_assert(Window.value < 0,
+  static_assert(Window.height < 0,
                 "ipu: explicit padding must be smaller than the window on each side, and the padded input at least "
                 "the window");
   static constexpr bool value = false;
@@ -178,7 +178,7 @@ consteval auto report_graph_error() {
   } else if constexpr (E.kind == needs_4d_input) {
     return diag::layer_needs_a_4d_input<layer, diag::input_nc{a.dim[0], a.dim[1]}>::value;
   } else if constexpr (E.kind == pool_larger_than_input) {
-    return diag::pool_window_must_fit_input<layer, diag::window_size{E.x}, diag::input_height{a.dim[1]},
+    return diag::pool_window_must_fit_input<layer, diag::window_size{E.x, E.y}, diag::input_height{a.dim[1]},
                                             diag::input_width{a.dim[2]}>::value;
   } else if constexpr (E.kind == join_shapes_differ) {
     return diag::join_branches_must_have_equal_shapes<layer, diag::first_branch_output{a.dim[0], a.dim[1], a.dim[2], a.dim[3]},
@@ -190,7 +190,7 @@ consteval auto report_graph_error() {
         diag::other_branch_output{b.dim[0], b.dim[1], b.dim[2], b.dim[3]}>::value;
   } else if constexpr (E.kind == padding_too_large) {
     return diag::window_padding_must_be_below_the_window<
-        layer, diag::window_size{E.x}, diag::padding_top_bottom_left_right{b.dim[0], b.dim[1], b.dim[2], b.dim[3]},
+        layer, diag::window_size{E.x, E.y}, diag::padding_top_bottom_left_right{b.dim[0], b.dim[1], b.dim[2], b.dim[3]},
         diag::input_height{a.dim[1]}, diag::input_width{a.dim[2]}>::value;
   } else if constexpr (E.kind == too_many_ops_in_scope) {
     return diag::too_many_ops_in_one_scope<layer, diag::max_ops{E.x}>::value;

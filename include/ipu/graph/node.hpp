@@ -32,13 +32,17 @@ struct op {
 /// their defaults.
 struct layer_params {
   int filters = 0;  ///< output channels of a conv, units of a dense layer
-  int kernel = 0;   ///< kernel or window size (square)
-  int stride = 1;   ///< stride of a conv or pooling window, the same along height and width
+  hw kernel = 0;    ///< kernel or window size, rows x columns (an adaptive pooling's output size)
+  hw stride = 1;    ///< stride of a conv or pooling window along height and width
+  hw dilation = 1;  ///< cells between a conv's taps along height and width (1: adjacent)
   int groups = 1;   ///< conv groups (cardinality)
   padding pad{};    ///< padding of a conv or pooling window: TensorFlow's SAME by default
   bool bias = false;  ///< a conv or dense layer adds a bias per output channel
   bool count_padding = false;  ///< average pooling divides by the whole window, padded cells included
   double alpha = 0;  ///< a real hyper-parameter: leaky ReLU's slope, dropout's rate
+
+  /// The cells a window spans along height and width (`dilated_extent`).
+  constexpr hw extent() const noexcept { return dilated_extent(kernel, dilation); }
 };
 
 /// The `node::ipu` of a node that runs on the host between IPU steps (`ipu::on_host`).

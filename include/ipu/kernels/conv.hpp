@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Convolution (dense and grouped, any kernel size, stride and padding) and dense layers,
-/// one block of output channels at a time.
+/// Convolution (dense and grouped, any kernel shape, stride, dilation and padding) and dense
+/// layers, one block of output channels at a time.
 ///
 /// Every output is the sum of its products in one fixed order — kernel row, kernel column,
 /// input channel — each product added by one `madd` (fused when the target has FMA) into `Acc`
@@ -89,7 +89,7 @@ void conv_pointwise(const window_geometry& g, image_view<T> in, weight_view<W> w
 template <class T, class Acc, class W>
 void conv_accumulate(const window_geometry& g, image_view<T> in, weight_view<W> w, std::int64_t channels,
                      std::int64_t begin, std::int64_t end, Acc* partials) noexcept {
-  if (g.kernel == 1 && g.stride == 1) {
+  if (g.pointwise()) {
     detail::conv_pointwise(g, in, w, channels, begin, end, partials);
     return;
   }
@@ -97,7 +97,7 @@ void conv_accumulate(const window_geometry& g, image_view<T> in, weight_view<W> 
     Acc* acc = partials + (p - begin) * channels;
     for_each_tap(g, in, p, [&](std::int64_t kh, std::int64_t kw, const T* x) {
       for (std::int64_t ci = 0; ci < w.in_channels; ++ci)
-        detail::axpy(acc, widen(x[ci]), w.row(kh, kw, g.kernel, ci), channels);
+        detail::axpy(acc, widen(x[ci]), w.row(kh, kw, g.kernel_w, ci), channels);
     });
   }
 }

@@ -35,8 +35,8 @@
 namespace ipu::kernels {
 
 /// The shape of one convolution, NHWC, kernel HWIO
-/// `[kernel][kernel][in_channels / groups][out_channels]`. A dense layer is a 1x1 convolution
-/// on 1x1 images.
+/// `[kernel.h][kernel.w][in_channels / groups][out_channels]`. A dense layer is a 1x1
+/// convolution on 1x1 images.
 struct conv_shape {
   /// \var batch
   /// Images.
@@ -47,37 +47,33 @@ struct conv_shape {
   /// \var in_channels
   /// Channels of each input pixel, all groups together.
   std::int64_t batch = 1, in_height = 1, in_width = 1, in_channels = 1;
-  /// \var out_channels
-  /// Channels of each output pixel, all groups together.
-  /// \var kernel
-  /// Side of the square kernel, in pixels.
-  /// \var stride
-  /// Pixels from one window to the next, along rows and columns.
-  /// \var groups
+  std::int64_t out_channels = 1;  ///< channels of each output pixel, all groups together
+  hw kernel = 1;  ///< taps of the kernel, rows x columns
+  hw stride = 1;  ///< pixels from one window to the next, along rows and columns
   /// Channel groups: the input and output channels split into `groups` equal runs, and
   /// output group `g` reads input group `g` only; 1 for an ordinary convolution. Must divide
   /// `in_channels` and `out_channels`.
-  std::int64_t out_channels = 1, kernel = 1, stride = 1, groups = 1;
-  /// TensorFlow's SAME (the default) or explicit amounts, each below `kernel` (`ipu::padding`).
+  std::int64_t groups = 1;
+  /// TensorFlow's SAME (the default) or explicit amounts, each below the kernel's extent
+  /// (`ipu::padding`).
   padding pad{};
+  hw dilation = 1;  ///< pixels from one tap to the next, along rows and columns (1: adjacent)
 
-  /// Rows of each output image: `ceil(in_height / stride)` with SAME padding.
-  constexpr std::int64_t out_height() const noexcept {
-    return pad.out_height(in_height, static_cast<int>(kernel), static_cast<int>(stride));
-  }
-  /// Columns of each output image: `ceil(in_width / stride)` with SAME padding.
-  constexpr std::int64_t out_width() const noexcept {
-    return pad.out_width(in_width, static_cast<int>(kernel), static_cast<int>(stride));
-  }
+  /// The pixels the kernel spans along rows and columns (`dilated_extent`).
+  constexpr hw extent() const noexcept { return dilated_extent(kernel, dilation); }
+  /// Rows of each output image: `ceil(in_height / stride.h)` with SAME padding.
+  constexpr std::int64_t out_height() const noexcept { return pad.out_height(in_height, extent(), stride); }
+  /// Columns of each output image: `ceil(in_width / stride.w)` with SAME padding.
+  constexpr std::int64_t out_width() const noexcept { return pad.out_width(in_width, extent(), stride); }
   /// Output positions over all images.
   constexpr std::int64_t positions() const noexcept { return batch * out_height() * out_width(); }
   /// The sliding-window geometry that `for_each_tap` and `kernels::conv` take.
   constexpr window_geometry geometry() const noexcept {
-    return window_geometry::of(in_height, in_width, out_height(), out_width(), kernel, stride, pad);
+    return window_geometry::of(in_height, in_width, out_height(), out_width(), kernel, stride, dilation, pad);
   }
   /// Multiply-adds counted as two operations, padding taps included (the usual convention).
   constexpr double flops() const noexcept {
-    return 2.0 * static_cast<double>(positions() * out_channels * kernel * kernel * (in_channels / groups));
+    return 2.0 * static_cast<double>(positions() * out_channels * kernel.area() * (in_channels / groups));
   }
   /// True when every field is equal.
   friend constexpr bool operator==(const conv_shape&, const conv_shape&) = default;
@@ -137,7 +133,7 @@ struct taps {
 };
 
 /// Where a tile reads: tap `(kh, kw)` of tile position `r` (channel offset included) is
-/// `data + base + kh * row + kw * pixel + r * step`.
+/// `data + base + kh * row + kw * pixel + r * step` (`row` and `pixel` include the dilation).
 template <class T>
 struct input_walk {
   const T* data;
@@ -158,21 +154,21 @@ inline void finish(vec acc, const epilogue<T>& e, std::int64_t c, std::int64_t o
 }
 
 /// `Rows` positions by `Vectors` vectors of a dense panel: the sum over `t`'s taps and `k`
-/// input channels, weights `w[(kh * kernel + kw) * k + ci][panel lane]`.
+/// input channels, weights `w[(kh * kernel_w + kw) * k + ci][panel lane]`.
 template <int Rows, int Vectors>
 struct tile {
   vec acc[Rows][Vectors];
 };
 
 template <int Rows, int Vectors, class T>
-inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel, std::int64_t k,
+inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel_w, std::int64_t k,
                                       const float* w) noexcept {
   constexpr std::int64_t panel = Vectors * width;
   vec acc[Rows][Vectors];  // a local that never escapes, so that it lives in registers
   unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { acc[r][v] = simd::zero(); }); });
   for (std::int64_t kh = t.kh0; kh < t.kh1; ++kh)
     for (std::int64_t kw = t.kw0; kw < t.kw1; ++kw) {
-      const float* wt = w + (kh * kernel + kw) * k * panel;
+      const float* wt = w + (kh * kernel_w + kw) * k * panel;
       const T* xt = x.at(kh, kw, 0);
       for (std::int64_t ci = 0; ci < k; ++ci, wt += panel) {
         vec wv[Vectors];
@@ -191,12 +187,12 @@ inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std
 /// `Rows` positions by one vector of whole groups of `Group` channels: tap by tap, input
 /// channel `j` of each group spread over the group's lanes; weights `w[(tap * Group + j)][lane]`.
 template <int Group, int Rows, class T>
-inline tile<Rows, 1> lanes_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel, int n, const float* w) noexcept {
+inline tile<Rows, 1> lanes_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel_w, int n, const float* w) noexcept {
   vec acc[Rows];
   unroll<Rows>([&](auto r) { acc[r] = simd::zero(); });
   for (std::int64_t kh = t.kh0; kh < t.kh1; ++kh)
     for (std::int64_t kw = t.kw0; kw < t.kw1; ++kw) {
-      const float* wt = w + (kh * kernel + kw) * Group * width;
+      const float* wt = w + (kh * kernel_w + kw) * Group * width;
       const T* xt = x.at(kh, kw, 0);
       vec xv[Rows];
       unroll<Rows>([&](auto r) { xv[r] = simd::load_widened(xt + r * x.step, n); });
@@ -226,7 +222,7 @@ class packed_conv {
   /// No weights and no work items: `run` does nothing.
   packed_conv() = default;
 
-  /// Packs `kernel` (HWIO, `[kernel][kernel][in_channels / groups][out_channels]`, f32).
+  /// Packs `kernel` (HWIO, `[kernel.h][kernel.w][in_channels / groups][out_channels]`, f32).
   /// Throws `std::invalid_argument` for a shape that is not a convolution or a kernel of the
   /// wrong size.
   packed_conv(const conv_shape& s, std::span<const float> kernel) : shape_(s) {
@@ -237,7 +233,7 @@ class packed_conv {
     lanes_ = cin_ == cout_ && cin_ < detail::width && detail::width % cin_ == 0;  // width is a power of two
     lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
     finite_ = std::all_of(kernel.begin(), kernel.end(), [](float x) { return std::isfinite(x); });
-    const std::int64_t per_position = 2 * s.kernel * s.kernel * cin_ * panel_channels_;
+    const std::int64_t per_position = 2 * s.kernel.area() * cin_ * panel_channels_;
     constexpr std::int64_t target_flops = 1 << 20;  // a few microseconds of work per item
     const std::int64_t positions = std::max<std::int64_t>(1, target_flops / per_position);
     if (lanes_ && finite_) {  // items of whole output rows of one image
@@ -280,22 +276,22 @@ class packed_conv {
   };
 
   static void validate(const conv_shape& s, std::size_t kernel_size) {
-    if (s.batch < 1 || s.in_height < 1 || s.in_width < 1 || s.in_channels < 1 || s.out_channels < 1 || s.kernel < 1 ||
-        s.stride < 1 || s.groups < 1)
+    if (s.batch < 1 || s.in_height < 1 || s.in_width < 1 || s.in_channels < 1 || s.out_channels < 1 || s.groups < 1 ||
+        s.kernel.h < 1 || s.kernel.w < 1 || s.stride.h < 1 || s.stride.w < 1 || s.dilation.h < 1 || s.dilation.w < 1)
       throw std::invalid_argument("ipu::kernels::packed_conv: every extent must be positive");
     if (s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0)
       throw std::invalid_argument("ipu::kernels::packed_conv: groups must divide the input and output channels");
-    if (!s.pad.valid_for(s.in_height, s.in_width, static_cast<int>(s.kernel)))
+    if (!s.pad.valid_for(s.in_height, s.in_width, s.extent()))
       throw std::invalid_argument(
           "ipu::kernels::packed_conv: explicit padding must be below the kernel on each side and the padded image "
           "at least the kernel");
-    if (kernel_size != static_cast<std::size_t>(s.kernel * s.kernel * (s.in_channels / s.groups) * s.out_channels))
-      throw std::invalid_argument("ipu::kernels::packed_conv: the kernel must hold kernel*kernel*in/groups*out values");
+    if (kernel_size != static_cast<std::size_t>(s.kernel.area() * (s.in_channels / s.groups) * s.out_channels))
+      throw std::invalid_argument("ipu::kernels::packed_conv: the kernel must hold kernel.h*kernel.w*in/groups*out values");
   }
 
   /// Dense panels: `[tap][ci][panel lane]`, lanes past the panel's channels zero.
   void pack_dense(std::span<const float> kernel) {
-    const std::int64_t taps = shape_.kernel * shape_.kernel;
+    const std::int64_t taps = shape_.kernel.area();
     const std::int64_t vectors = std::min<std::int64_t>(detail::max_panel_vectors, (cout_ + detail::width - 1) / detail::width);
     panel_channels_ = vectors * detail::width;
     for (std::int64_t g = 0; g < shape_.groups; ++g)
@@ -314,7 +310,7 @@ class packed_conv {
 
   /// Groups in lanes: one panel per vector of whole groups, `[tap][j][lane]`.
   void pack_lanes(std::span<const float> kernel) {
-    const std::int64_t taps = shape_.kernel * shape_.kernel;
+    const std::int64_t taps = shape_.kernel.area();
     panel_channels_ = detail::width;
     for (std::int64_t c = 0; c < shape_.out_channels; c += detail::width) {
       const panel pn{c, std::min<std::int64_t>(detail::width, shape_.out_channels - c), c,
@@ -346,18 +342,19 @@ class packed_conv {
     const std::int64_t c = in.pixel, row = g.in_width * c, ow_n = g.out_width;
     const std::int64_t per_image = g.positions_per_image();
     // Columns whose every kernel column is inside the image: [lo, hi).
-    const std::int64_t lo = std::min(ow_n, (g.pad_left + g.stride - 1) / g.stride);
-    const std::int64_t last = g.in_width - g.kernel + g.pad_left;  // rightmost start inside, times stride
-    const std::int64_t hi = last < 0 ? lo : std::max(lo, std::min(ow_n, last / g.stride + 1));
+    const std::int64_t lo = std::min(ow_n, (g.pad_left + g.stride_w - 1) / g.stride_w);
+    const std::int64_t last = g.in_width - g.span_w() + g.pad_left;  // rightmost start inside, times stride
+    const std::int64_t hi = last < 0 ? lo : std::max(lo, std::min(ow_n, last / g.stride_w + 1));
     for (std::int64_t p = p0; p < p1;) {
       const std::int64_t image = p / per_image, oh = p % per_image / ow_n, ow = p % ow_n;
-      const std::int64_t ih = oh * g.stride - g.pad_top;
-      const detail::taps rows{std::max<std::int64_t>(0, -ih), std::min(g.kernel, g.in_height - ih), 0, g.kernel};
+      const std::int64_t ih = oh * g.stride_h - g.pad_top;
+      const auto [kh0, kh1] = g.rows_inside(ih);
+      const detail::taps rows{kh0, kh1, 0, g.kernel_w};
       const std::int64_t row_end = std::min(p1, p - ow + ow_n);
       const auto walk = [&](std::int64_t at_ow) {
-        const std::int64_t iw = at_ow * g.stride - g.pad_left;
+        const std::int64_t iw = at_ow * g.stride_w - g.pad_left;
         return detail::input_walk<In>{in.data, ((image * g.in_height + ih) * g.in_width + iw - in.first_pixel) * c + in.offset,
-                                      g.stride * c, row, c};
+                                      g.stride_w * c, row * g.dilation_h, c * g.dilation_w};
       };
       for (; p < row_end; ) {
         const std::int64_t col = p % ow_n;
@@ -366,9 +363,8 @@ class packed_conv {
           tile(walk(col), rows, p, run);
           p += run;
         } else {
-          const std::int64_t iw = col * g.stride - g.pad_left;
-          tile(walk(col), detail::taps{rows.kh0, rows.kh1, std::max<std::int64_t>(0, -iw), std::min(g.kernel, g.in_width - iw)},
-               p, 1);
+          const auto [kw0, kw1] = g.columns_inside(col * g.stride_w - g.pad_left);
+          tile(walk(col), detail::taps{rows.kh0, rows.kh1, kw0, kw1}, p, 1);
           ++p;
         }
       }
@@ -389,9 +385,9 @@ class packed_conv {
           }
       };
       for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step)
-        finish_tile(detail::dense_tile<rows, Vectors>(x, t, shape_.kernel, cin_, w).acc, rows);
+        finish_tile(detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w).acc, rows);
       detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
-        finish_tile(detail::dense_tile<count, Vectors>(x, t, shape_.kernel, cin_, w).acc, count);
+        finish_tile(detail::dense_tile<count, Vectors>(x, t, shape_.kernel.w, cin_, w).acc, count);
       });
     });
   }
@@ -405,7 +401,7 @@ class packed_conv {
       dense_runs<Vectors>(source<float>{in, 0, shape_.in_channels, pn.in_first}, out, e, pn, p0, p1);
     } else {
       // The pixels read: exactly the positions' for a 1x1 convolution at stride 1, else whole rows.
-      const bool pointwise = shape_.kernel == 1 && shape_.stride == 1;
+      const bool pointwise = geometry_.pointwise();
       const auto [r0, r1] = geometry_.input_rows(p0, p1);
       const std::int64_t first = pointwise ? p0 : r0 * shape_.in_width;
       const std::int64_t pixels = pointwise ? p1 - p0 : (r1 - r0) * shape_.in_width;
@@ -449,9 +445,9 @@ class packed_conv {
       for (int r = 0; r < count; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
     };
     for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step)
-      finish_tile(detail::lanes_tile<Group, rows>(x, t, shape_.kernel, loaded, w), rows);
+      finish_tile(detail::lanes_tile<Group, rows>(x, t, shape_.kernel.w, loaded, w), rows);
     detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
-      finish_tile(detail::lanes_tile<Group, count>(x, t, shape_.kernel, loaded, w), count);
+      finish_tile(detail::lanes_tile<Group, count>(x, t, shape_.kernel.w, loaded, w), count);
     });
   }
 
@@ -485,9 +481,9 @@ class packed_conv {
                         std::int64_t oh1) const {
     constexpr int w_lanes = detail::width;
     const window_geometry& g = geometry_;
-    const std::int64_t k = g.kernel, s = g.stride, c = shape_.in_channels;
-    const std::int64_t ih0 = oh0 * s - g.pad_top, height = (oh1 - oh0 - 1) * s + k;
-    const std::int64_t iw0 = -g.pad_left, cols = (g.out_width - 1) * s + k;
+    const std::int64_t c = shape_.in_channels;
+    const std::int64_t ih0 = oh0 * g.stride_h - g.pad_top, height = (oh1 - oh0 - 1) * g.stride_h + g.span_h();
+    const std::int64_t iw0 = -g.pad_left, cols = (g.out_width - 1) * g.stride_w + g.span_w();
     const int lanes = static_cast<int>(pn.channels);
     thread_local std::vector<float> window;  // (height, cols, lanes), zero outside the image
     window.assign(static_cast<std::size_t>(height * cols * w_lanes), 0.0f);
@@ -495,10 +491,11 @@ class packed_conv {
       for (std::int64_t iw = std::max<std::int64_t>(iw0, 0); iw < std::min(iw0 + cols, g.in_width); ++iw)
         simd::store(window.data() + ((ih - ih0) * cols + iw - iw0) * w_lanes,
                     simd::load_widened(in + ((image * g.in_height + ih) * g.in_width + iw) * c + pn.first, lanes));
-    const detail::taps all{0, k, 0, k};
+    const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
     with_group([&](auto group) {
       for (std::int64_t oh = oh0; oh < oh1; ++oh) {
-        const detail::input_walk<float> x{window.data(), (oh - oh0) * s * cols * w_lanes, s * w_lanes, cols * w_lanes, w_lanes};
+        const detail::input_walk<float> x{window.data(), (oh - oh0) * g.stride_h * cols * w_lanes, g.stride_w * w_lanes,
+                                          g.dilation_h * cols * w_lanes, g.dilation_w * w_lanes};
         lanes_span<decltype(group)::value>(x, all, (image * g.out_height + oh) * g.out_width, g.out_width, w_lanes, pn, e, out);
       }
     });

@@ -48,18 +48,16 @@ template <class T, class F>
 constexpr void for_each_tap(const window_geometry& g, image_view<T> in, std::int64_t p, F&& f) {
   const std::int64_t per_image = g.positions_per_image();
   const std::int64_t image = p / per_image, oh = p % per_image / g.out_width, ow = p % g.out_width;
-  for (std::int64_t kh = 0; kh < g.kernel; ++kh) {
-    const std::int64_t ih = oh * g.stride - g.pad_top + kh;
-    if (ih < 0 || ih >= g.in_height) continue;
-    for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
-      const std::int64_t iw = ow * g.stride - g.pad_left + kw;
-      if (iw >= 0 && iw < g.in_width) f(kh, kw, in.pixel(image * g.in_height + ih, iw));
-    }
-  }
+  const std::int64_t ih0 = oh * g.stride_h - g.pad_top, iw0 = ow * g.stride_w - g.pad_left;
+  const auto [kh0, kh1] = g.rows_inside(ih0);
+  const auto [kw0, kw1] = g.columns_inside(iw0);
+  for (std::int64_t kh = kh0; kh < kh1; ++kh)
+    for (std::int64_t kw = kw0; kw < kw1; ++kw)
+      f(kh, kw, in.pixel(image * g.in_height + ih0 + kh * g.dilation_h, iw0 + kw * g.dilation_w));
 }
 
 /// A block of conv weights: `[kh][kw][ci]` rows of `block_channels` contiguous output
-/// channels, row `(kh * kernel + kw) * in_channels + ci` at `data + row * row_stride`. `W` is
+/// channels, row `(kh * kernel_w + kw) * in_channels + ci` at `data + row * row_stride`. `W` is
 /// the storage type (f32 weights converted once, or `T` read straight from a tile); either
 /// way each weight reaches the arithmetic as the same f32 value.
 template <class W>
@@ -68,10 +66,10 @@ struct weight_view {
   std::int64_t in_channels = 0;  ///< rows per tap: the input channels each output channel reads
   std::int64_t row_stride = 0;   ///< elements from one row to the next
 
-  /// Row `(kh * kernel + kw) * in_channels + ci`: the weights from input channel `ci` at tap
-  /// `(kh, kw)` of a `kernel` x `kernel` window to each output channel of the block.
-  constexpr const W* row(std::int64_t kh, std::int64_t kw, std::int64_t kernel, std::int64_t ci) const noexcept {
-    return data + ((kh * kernel + kw) * in_channels + ci) * row_stride;
+  /// Row `(kh * kernel_w + kw) * in_channels + ci`: the weights from input channel `ci` at
+  /// tap `(kh, kw)` of a window `kernel_w` taps wide to each output channel of the block.
+  constexpr const W* row(std::int64_t kh, std::int64_t kw, std::int64_t kernel_w, std::int64_t ci) const noexcept {
+    return data + ((kh * kernel_w + kw) * in_channels + ci) * row_stride;
   }
 };
 

@@ -27,12 +27,13 @@ enum class padding_convention : std::uint8_t {
 namespace detail {
 
 /// `layer`, a convolution or pooling layer, padded under convention `P`: unchanged for
-/// TensorFlow's SAME and for a 1x1 window (both pad nothing), else
-/// `padded(nn::pad<(k - 1) / 2>)`.
+/// TensorFlow's SAME and for a 1x1 window (both pad nothing), else `(kh - 1) / 2` rows above
+/// and below and `(kw - 1) / 2` columns left and right.
 template <padding_convention P, class Layer>
 constexpr auto padded_as(Layer layer) noexcept {
-  if constexpr (P == padding_convention::pytorch && Layer::params.kernel > 1) {
-    return layer.padded(nn::pad<(Layer::params.kernel - 1) / 2>);
+  constexpr hw k = Layer::params.kernel;
+  if constexpr (P == padding_convention::pytorch && k != hw{1, 1}) {
+    return layer.padded(nn::pad<(k.h - 1) / 2, (k.h - 1) / 2, (k.w - 1) / 2, (k.w - 1) / 2>);
   } else {
     return layer;
   }

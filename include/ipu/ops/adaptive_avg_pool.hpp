@@ -26,18 +26,18 @@ constexpr std::pair<std::int64_t, std::int64_t> adaptive_bin(std::int64_t i, std
   return {i * in / out, detail::div_up((i + 1) * in, out)};
 }
 
-/// Average pooling to a fixed size (`nn::adaptive_avg_pool<OH, OW>`); `filters` holds `OH`,
-/// `kernel` `OW`.
+/// Average pooling to a fixed size (`nn::adaptive_avg_pool<OH, OW>`); `kernel` holds the
+/// output size `OH x OW`.
 struct adaptive_avg_pool : op_base {
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/adaptive_avg_pool.hpp`
   static constexpr std::string_view name = "adaptive_avg_pool";  ///< as `nn::adaptive_avg_pool` names it
 
   /// Whether the output has one bin per image: the global average, `[N, 1, 1, C]`.
-  static constexpr bool global(const layer_params& p) noexcept { return p.filters == 1 && p.kernel == 1; }
+  static constexpr bool global(const layer_params& p) noexcept { return p.kernel == hw{1, 1}; }
   /// NHWC in, `[N, OH, OW, C]` out.
   static constexpr inferred infer(const layer_params& p, const shape& in) noexcept {
     if (in.rank != 4) return failure(detail::graph_error_kind::needs_4d_input, in);
-    return {nhwc(in.dim[0], p.filters, p.kernel, in.channels()), 0, 0, {}};
+    return {nhwc(in.dim[0], p.kernel.h, p.kernel.w, in.channels()), 0, 0, {}};
   }
   /// One bin per image (`adaptive_avg_pool<1>`): the reduction in stages of the global
   /// poolings (`plan_reduction`). Otherwise output mapped element by element, each output
@@ -47,11 +47,11 @@ struct adaptive_avg_pool : op_base {
     const shape& x = in.n.in;
     const layer_params& p = in.n.layer;
     np.step.kind = step_kind::gather;
-    np.step.reduce = std::min(x.dim[1], detail::div_up(x.dim[1], p.filters) + 1) *
-                     std::min(x.dim[2], detail::div_up(x.dim[2], p.kernel) + 1);  // the largest bin
+    np.step.reduce = std::min(x.dim[1], detail::div_up(x.dim[1], p.kernel.h) + 1) *
+                     std::min(x.dim[2], detail::div_up(x.dim[2], p.kernel.w) + 1);  // the largest bin
   }
   /// `to 7x7`.
-  static void describe(std::ostream& os, const layer_params& p) { os << " to " << p.filters << 'x' << p.kernel; }
+  static void describe(std::ostream& os, const layer_params& p) { os << " to " << p.kernel.h << 'x' << p.kernel.w; }
 };
 
 }  // namespace ipu::ops
@@ -67,7 +67,7 @@ template <int Height, int Width = Height>
   requires(Height > 0 && Width > 0)
 struct adaptive_avg_pool_t {
   using op_type = ops::adaptive_avg_pool;  ///< its op
-  static constexpr layer_params params{.filters = Height, .kernel = Width};  ///< its hyper-parameters
+  static constexpr layer_params params{.kernel = {Height, Width}};  ///< its hyper-parameters
 };
 /// `nn::adaptive_avg_pool<Height, Width = Height>`: see `adaptive_avg_pool_t`.
 template <int Height, int Width = Height>

@@ -37,8 +37,9 @@ constexpr tensor_mapping fit_slices(step_model& s, std::int64_t filters, std::in
   return m;
 }
 
-/// Plans a conv-like step (`conv`, `dense`): `groups` blocks at least, a `kernel` x `kernel`
-/// window at `stride`, a bias per output channel when `bias`.
+/// Plans a conv-like step (`conv`, `dense`): `groups` blocks at least, the window of `window`
+/// (its kernel, stride and dilation; a dense layer's is 1x1), a bias per output channel when
+/// `bias`.
 ///
 /// The search, in PopLibs' terms: output channel blocks (`split_channels`), then serial splits
 /// of the output positions; when no such plan meets `available_memory_proportion`, also serial
@@ -51,15 +52,14 @@ constexpr tensor_mapping fit_slices(step_model& s, std::int64_t filters, std::in
 /// drops it. Parallel splits of the input channels or the kernel, whose partial sums Poplar
 /// reduces across tiles, would change the order of each output's sum, so the plan does not use
 /// them (`plan/model.hpp`).
-constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t groups, std::int64_t kernel,
-                           std::int64_t stride, bool bias) noexcept {
+constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t groups, const layer_params& window,
+                           bool bias) noexcept {
   const node& n = in.n;
   step_model& s = np.step;
   spatial_extents(s, n.in, n.out);
   s.kind = step_kind::conv;
   s.in_channels = n.in.channels() / groups;
-  s.kernel = kernel;
-  s.stride = stride;
+  set_window(s, window);
   s.bias = bias;
   np.transient_bound = in.opts.available_memory_proportion.of(in.chip.bytes_per_tile);
   const std::int64_t filters = n.out.channels();
@@ -85,7 +85,7 @@ constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t gr
       // Slices run as a loop over one compute set, as PopLibs' serial splits do, so they add
       // no vertex state. Channel parts need one tap per phase unless the kernel is 1x1, so a
       // larger kernel always runs one tap per phase here.
-      const std::int64_t channels = unsplit.in_channels, taps = kernel * kernel;
+      const std::int64_t channels = unsplit.in_channels, taps = unsplit.kernel_taps;
       for (std::int64_t d = 1; d * d <= channels; ++d) {
         if (channels % d != 0) continue;
         if (taps > 1 || d > 1) consider(taps, d);
@@ -109,26 +109,26 @@ constexpr void plan_matmul(const plan_inputs& in, node_plan& np, std::int64_t gr
   }
 }
 
-/// 2-D convolution (`nn::conv<Filters, Kernel, Stride, Groups>`).
+/// 2-D convolution (`nn::conv<Filters, Kernel, Stride, Groups>`), optionally dilated.
 struct conv : op_base {
   static constexpr std::string_view name = "conv";  ///< as `nn::conv` names it
   using kernel = matmul_kernel;  ///< its kernel, defined in `ipu/ops/kernels/conv.hpp`
   static constexpr bool epilogue_head = true;  ///< its epilogue absorbs a batch norm, an add and a ReLU
 
   /// NHWC in, `[N, OH, OW, filters]` out (`padding::out_height`, `out_width`: with SAME
-  /// padding `ceil(H / stride)` and `ceil(W / stride)`); groups divide both the input channels
-  /// and the filters; explicit padding is below the kernel on each side.
+  /// padding `ceil(H / stride.h)` and `ceil(W / stride.w)`); groups divide both the input
+  /// channels and the filters; explicit padding is below the (dilated) kernel on each side.
   static constexpr inferred infer(const layer_params& p, const shape& in) noexcept {
     using enum detail::graph_error_kind;
     if (in.rank != 4) return failure(needs_4d_input, in);
     const std::int64_t c = in.channels();
     if (c % p.groups != 0 || p.filters % p.groups != 0) return failure(groups_do_not_divide_channels, in, p.filters, p.groups);
-    if (!p.pad.valid_for(in.dim[1], in.dim[2], p.kernel)) return padding_failure(p, in);
+    if (!p.pad.valid_for(in.dim[1], in.dim[2], p.extent())) return padding_failure(p, in);
     inferred r;
-    r.out = nhwc(in.dim[0], p.pad.out_height(in.dim[1], p.kernel, p.stride), p.pad.out_width(in.dim[2], p.kernel, p.stride),
-                 p.filters);
-    r.params = std::int64_t{p.kernel} * p.kernel * (c / p.groups) * p.filters + (p.bias ? p.filters : 0);
-    r.macs = r.out.elements() * p.kernel * p.kernel * (c / p.groups);
+    r.out = nhwc(in.dim[0], p.pad.out_height(in.dim[1], p.extent(), p.stride),
+                 p.pad.out_width(in.dim[2], p.extent(), p.stride), p.filters);
+    r.params = p.kernel.area() * (c / p.groups) * p.filters + (p.bias ? p.filters : 0);
+    r.macs = r.out.elements() * p.kernel.area() * (c / p.groups);
     return r;
   }
 
@@ -138,7 +138,7 @@ struct conv : op_base {
   static constexpr tensor_specs tensors(const node& n) noexcept {
     const layer_params& p = n.layer;
     const std::int64_t out = n.out.channels();
-    return {{tensor_spec{"kernel", 4, {p.kernel, p.kernel, n.in.channels() / p.groups, out}, 0,
+    return {{tensor_spec{"kernel", 4, {p.kernel.h, p.kernel.w, n.in.channels() / p.groups, out}, 0,
                          {initializer::kind::variance_scaling}},
              tensor_spec{"bias", 1, {out}, 0, {initializer::kind::uniform, -0.1, 0.1}}},
             p.bias ? 2 : 1};
@@ -149,13 +149,13 @@ struct conv : op_base {
   /// See the file comment.
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
     const layer_params& p = in.n.layer;
-    plan_matmul(in, np, p.groups, p.kernel, p.stride, p.bias);
+    plan_matmul(in, np, p.groups, p, p.bias);
     add_weights(np, in.n.params - (p.bias ? in.n.out.channels() : 0), in.chip);
     if (p.bias) add_weights(np, in.n.out.channels(), in.chip);
   }
 
-  /// `3x3/2`, then ` g32` when grouped, the padding when explicit (` pad 1,1,1,1`: top, bottom,
-  /// left, right) and ` +bias` with a bias.
+  /// `3x3/2`, the dilation when dilated (` dil 2`), the padding when explicit (` pad 1,1,1,1`:
+  /// top, bottom, left, right), then ` g32` when grouped and ` +bias` with a bias.
   static void describe(std::ostream& os, const layer_params& p) {
     describe_window(os, p);
     if (p.groups > 1) os << " g" << p.groups;
@@ -167,48 +167,77 @@ struct conv : op_base {
 
 namespace ipu::nn {
 
-/// What a convolution may add to its filters, kernel, stride and groups: a bias and explicit
-/// padding. Set through `conv_t`'s `with_bias()`, `padded(nn::pad<...>)` and `valid()`.
+/// What a convolution may add to its filters, kernel, stride and groups: a bias, explicit
+/// padding and dilation. Set through `conv_t`'s `with_bias()`, `padded(nn::pad<...>)`,
+/// `valid()` and `dilated(nn::dilation<...>)`.
 struct conv_options {
   bool bias = false;  ///< a bias per output channel
   padding pad{};      ///< TensorFlow's SAME unless explicit (`ipu::padding`)
+  hw dilation = 1;    ///< cells between taps along height and width
 };
 
-/// 2-D convolution, TensorFlow's SAME padding and no bias unless `Options` say otherwise.
-/// Weights are HWIO: `[Kernel, Kernel, in_channels / Groups, Filters]`, and `[Filters]` for
-/// the bias.
+/// The tag `conv_t::dilated` takes: `nn::dilation<2>`, or `nn::dilation<hw{2, 1}>` for rows
+/// and columns apart.
+template <hw D>
+  requires(D.h > 0 && D.w > 0)
+struct dilation_t {};
+/// `nn::dilation<D>`: see `dilation_t`.
+template <hw D>
+inline constexpr dilation_t<D> dilation{};
+
+/// 2-D convolution, TensorFlow's SAME padding, no bias and no dilation unless `Options` say
+/// otherwise. Weights are HWIO: `[Kernel.h, Kernel.w, in_channels / Groups, Filters]`, and
+/// `[Filters]` for the bias.
 ///
 /// \tparam Filters  output channels
-/// \tparam Kernel   height and width of the kernel
-/// \tparam Stride   step along height and width; with SAME padding the output is
-///                  `[N, ceil(H/Stride), ceil(W/Stride), Filters]`
+/// \tparam Kernel   height and width of the kernel: one number for a square (`3`), else
+///                  `hw{rows, columns}` (`hw{1, 7}`)
+/// \tparam Stride   step along height and width, likewise; with SAME padding the output is
+///                  `[N, ceil(H/Stride.h), ceil(W/Stride.w), Filters]`
 /// \tparam Groups   groups (cardinality); must divide both the input channels and `Filters`,
 ///                  which is checked when the graph is lowered
-/// \tparam Options  bias and padding, set by the member functions below
-template <int Filters, int Kernel, int Stride = 1, int Groups = 1, conv_options Options = conv_options{}>
-  requires(Filters > 0 && Kernel > 0 && Stride > 0 && Groups > 0)
+/// \tparam Options  bias, padding and dilation, set by the member functions below
+template <int Filters, hw Kernel, hw Stride = 1, int Groups = 1, conv_options Options = conv_options{}>
+  requires(Filters > 0 && Kernel.h > 0 && Kernel.w > 0 && Stride.h > 0 && Stride.w > 0 && Groups > 0)
 struct conv_t {
   using op_type = ops::conv;  ///< its op
   /// Its hyper-parameters.
-  static constexpr layer_params params{Filters, Kernel, Stride, Groups, Options.pad, Options.bias};
+  static constexpr layer_params params{.filters = Filters,
+                                       .kernel = Kernel,
+                                       .stride = Stride,
+                                       .dilation = Options.dilation,
+                                       .groups = Groups,
+                                       .pad = Options.pad,
+                                       .bias = Options.bias};
 
   /// The same convolution adding a bias per output channel (`y = conv(x) + bias`), as
   /// PyTorch's `bias=True` and Keras' `use_bias=True`.
   constexpr auto with_bias() const noexcept {
-    return conv_t<Filters, Kernel, Stride, Groups, conv_options{true, Options.pad}>{};
+    return conv_t<Filters, Kernel, Stride, Groups, conv_options{true, Options.pad, Options.dilation}>{};
   }
   /// The same convolution with explicit padding (`nn::pad<Top, Bottom, Left, Right>`, each
-  /// below `Kernel`, checked when the graph is lowered): `padded(nn::pad<3>)` is PyTorch's
-  /// `padding=3`; the output has `floor((H + Top + Bottom - Kernel) / Stride) + 1` rows.
+  /// below the kernel's extent along its axis, checked when the graph is lowered):
+  /// `padded(nn::pad<3>)` is PyTorch's `padding=3`; the output has
+  /// `floor((H + Top + Bottom - extent.h) / Stride.h) + 1` rows, `extent` being the kernel
+  /// (`dilated_extent` when dilated).
   template <padding P>
   constexpr auto padded(pad_t<P>) const noexcept {
-    return conv_t<Filters, Kernel, Stride, Groups, conv_options{Options.bias, P}>{};
+    return conv_t<Filters, Kernel, Stride, Groups, conv_options{Options.bias, P, Options.dilation}>{};
   }
   /// The same convolution without padding (TensorFlow's VALID, PyTorch's `padding=0`).
   constexpr auto valid() const noexcept { return padded(pad<0>); }
+  /// The same convolution with its taps `D` cells apart (`nn::dilation<2>`; PyTorch's
+  /// `dilation=`, Keras' `dilation_rate=`): tap `(kh, kw)` of output `(oh, ow)` reads input
+  /// `(oh * Stride.h - top + kh * D.h, ow * Stride.w - left + kw * D.w)`, and the kernel spans
+  /// `D * (Kernel - 1) + 1` cells along each axis. SAME padding pads for that span, as
+  /// TensorFlow's does.
+  template <hw D>
+  constexpr auto dilated(dilation_t<D>) const noexcept {
+    return conv_t<Filters, Kernel, Stride, Groups, conv_options{Options.bias, Options.pad, D}>{};
+  }
 };
 /// `nn::conv<Filters, Kernel, Stride = 1, Groups = 1>`: see `conv_t`.
-template <int Filters, int Kernel, int Stride = 1, int Groups = 1>
+template <int Filters, hw Kernel, hw Stride = 1, int Groups = 1>
 inline constexpr conv_t<Filters, Kernel, Stride, Groups> conv{};
 
 }  // namespace ipu::nn

@@ -33,7 +33,7 @@ struct dense : op_base {
 
   /// A 1x1 convolution over N positions, one bias per output channel.
   static constexpr void plan(const plan_inputs& in, node_plan& np) noexcept {
-    plan_matmul(in, np, 1, 1, 1, true);
+    plan_matmul(in, np, 1, layer_params{.kernel = 1}, true);
     add_weights(np, in.n.in.channels() * in.n.out.channels(), in.chip);
     add_weights(np, in.n.out.channels(), in.chip);
   }

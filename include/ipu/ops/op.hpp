@@ -51,13 +51,13 @@ enum class graph_error_kind : std::uint8_t {
   residual_shapes_differ,         ///< a = body output, b = shortcut output
   dense_on_4d_input,              ///< a = input shape
   needs_4d_input,                 ///< a = input shape (conv or pooling on an NC tensor)
-  pool_larger_than_input,         ///< a = input shape, x = window size
+  pool_larger_than_input,         ///< a = input shape, x, y = window height, width
   path_too_long,                  ///< path holds the truncated path, x = capacity
   duplicate_path,                 ///< path is held by two nodes, x and y (their indices)
   join_shapes_differ,             ///< a = the first branch's output, b = the first that differs, x = its branch (1-based)
   concat_shapes_differ,           ///< as join_shapes_differ, in an extent other than the last
   too_many_ops_in_scope,          ///< path names the node past the limit, x = the limit (`name_scope::capacity`)
-  padding_too_large,              ///< a = input shape, b = the padding `[top, bottom, left, right]`, x = window size
+  padding_too_large,              ///< a = input shape, b = the padding `[top, bottom, left, right]`, x, y = window height, width
 };
 
 /// The first error of a graph, with the numbers its diagnostic prints.
@@ -174,6 +174,14 @@ constexpr void spatial_extents(step_model& s, const shape& in, const shape& out)
   s.positions = s.images * s.out_height * s.out_width;
 }
 
+/// Fills the window of a step from a conv's or pooling's hyper-parameters: its taps, the
+/// input rows one output row's (dilated) window spans, the stride between those windows.
+constexpr void set_window(step_model& s, const layer_params& p) noexcept {
+  s.kernel_taps = p.kernel.area();
+  s.window_rows = p.extent().h;
+  s.row_stride = p.stride.h;
+}
+
 /// The error `kind` with input shape `in` and numbers `x`, `y`.
 constexpr inferred failure(detail::graph_error_kind kind, const shape& in, std::int64_t x = 0,
                            std::int64_t y = 0) noexcept {
@@ -184,17 +192,24 @@ constexpr inferred failure(detail::graph_error_kind kind, const shape& in, std::
 }
 
 /// The error of a window (conv or pooling) whose explicit padding `p.pad` does not fit: an
-/// amount not below the window, or a padded input smaller than it.
+/// amount not below the window (its dilated extent), or a padded input smaller than it.
 constexpr inferred padding_failure(const layer_params& p, const shape& in) noexcept {
-  inferred r = failure(detail::graph_error_kind::padding_too_large, in, p.kernel);
+  inferred r = failure(detail::graph_error_kind::padding_too_large, in, p.extent().h, p.extent().w);
   r.error.b = {4, {p.pad.top, p.pad.bottom, p.pad.left, p.pad.right}};
   return r;
 }
 
-/// Writes a window's summary column: ` 3x3/2`, then ` pad 1,1,1,1` (top, bottom, left, right)
-/// when the padding is explicit.
+/// Writes a window's summary column: ` 3x3/2` (rows x columns / stride, ` 1x7/1x2` for a
+/// stride that differs between the axes), ` dil 2` (` dil 2x1`) when dilated, then
+/// ` pad 1,1,1,1` (top, bottom, left, right) when the padding is explicit.
 inline void describe_window(std::ostream& os, const layer_params& p) {
-  os << ' ' << p.kernel << 'x' << p.kernel << '/' << p.stride;
+  const auto pair = [&](hw x) -> std::ostream& { return x.h == x.w ? os << x.h : os << x.h << 'x' << x.w; };
+  os << ' ' << p.kernel.h << 'x' << p.kernel.w << '/';
+  pair(p.stride);
+  if (p.dilation != hw{1, 1}) {
+    os << " dil ";
+    pair(p.dilation);
+  }
   if (!p.pad.same) os << " pad " << p.pad.top << ',' << p.pad.bottom << ',' << p.pad.left << ',' << p.pad.right;
 }
 
@@ -333,6 +348,10 @@ struct scalar {
   /// The value, in double.
   constexpr double value() const noexcept { return static_cast<double>(millionths) / 1e6; }
 };
+
+/// `nn::hw{rows, columns}`: a kernel, stride or dilation that differs between the axes
+/// (`nn::conv<128, nn::hw{1, 7}>`); see `ipu::hw`.
+using ipu::hw;
 
 /// Explicit padding as a value whose type holds it, the argument of a conv's or pooling
 /// layer's `padded` (`nn::conv<64, 7, 2>.padded(nn::pad<3>)`).

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// `ops::max_pool` and `ops::avg_pool`: pooling over `k x k` windows at a stride, with
+/// `ops::max_pool` and `ops::avg_pool`: pooling over `kh x kw` windows at a stride, with
 /// TensorFlow's SAME padding or explicit amounts (`ipu::padding`); padded cells are never in a
 /// window's maximum or sum. Average pooling divides by the window's cells inside the image (as
 /// TensorFlow's) or, with `counting_padding()`, by its cells inside the padded image (as
@@ -21,10 +21,10 @@ struct pool_base : op_base {
   static constexpr inferred infer(const layer_params& p, const shape& in) noexcept {
     using enum detail::graph_error_kind;
     if (in.rank != 4) return failure(needs_4d_input, in);
-    if (p.pad.same && (p.kernel > in.dim[1] || p.kernel > in.dim[2])) return failure(pool_larger_than_input, in, p.kernel);
+    if (p.pad.same && (p.kernel.h > in.dim[1] || p.kernel.w > in.dim[2]))
+      return failure(pool_larger_than_input, in, p.kernel.h, p.kernel.w);
     if (!p.pad.valid_for(in.dim[1], in.dim[2], p.kernel)) return padding_failure(p, in);
-    return {nhwc(in.dim[0], p.pad.out_height(in.dim[1], p.kernel, p.stride), p.pad.out_width(in.dim[2], p.kernel, p.stride),
-                 in.channels()),
+    return {nhwc(in.dim[0], p.pad.out_height(in.dim[1], p.kernel, p.stride), p.pad.out_width(in.dim[2], p.kernel, p.stride), in.channels()),
             0, 0, {}};
   }
   /// Output mapped element by element; each tile's exchange holds its windows' input rows.
@@ -33,8 +33,7 @@ struct pool_base : op_base {
     spatial_extents(s, in.n.in, in.n.out);
     s.kind = step_kind::window;
     s.block_channels = s.in_channels = in.n.out.channels();
-    s.kernel = in.n.layer.kernel;
-    s.stride = in.n.layer.stride;
+    set_window(s, in.n.layer);
   }
   /// `3x3/2`, the padding when explicit, and ` counting padding` for an average that does.
   static void describe(std::ostream& os, const layer_params& p) {
@@ -66,8 +65,8 @@ struct pool_options {
 };
 
 /// What `max_pool_t` and `avg_pool_t` share: the op, the hyper-parameters and the padding.
-template <class Op, template <int, int, pool_options> class Layer, int Size, int Stride, pool_options Options>
-  requires(Size > 0 && Stride > 0)
+template <class Op, template <hw, hw, pool_options> class Layer, hw Size, hw Stride, pool_options Options>
+  requires(Size.h > 0 && Size.w > 0 && Stride.h > 0 && Stride.w > 0)
 struct pool_layer {
   using op_type = Op;  ///< its op
   /// Its hyper-parameters.
@@ -85,36 +84,38 @@ struct pool_layer {
   constexpr auto valid() const noexcept { return padded(pad<0>); }
 };
 
-/// Max pooling over `Size x Size` windows, TensorFlow's SAME padding unless `padded` or `valid`.
+/// Max pooling over `Size` windows (`hw{rows, columns}`, or one number for a square),
+/// TensorFlow's SAME padding unless `padded` or `valid`.
 ///
 /// \tparam Size     height and width of the window; with SAME padding it must not exceed the
 ///                  input's (checked when the graph is lowered)
-/// \tparam Stride   step along height and width; with SAME padding the output is
-///                  `[N, ceil(H/Stride), ceil(W/Stride), C]`
+/// \tparam Stride   step along height and width (`hw{rows, columns}` or one number); with SAME
+///                  padding the output is `[N, ceil(H/Stride.h), ceil(W/Stride.w), C]`
 /// \tparam Options  the padding, set by `padded(nn::pad<...>)` and `valid()`
-template <int Size, int Stride, pool_options Options = pool_options{}>
+template <hw Size, hw Stride, pool_options Options = pool_options{}>
 struct max_pool_t : pool_layer<ops::max_pool, max_pool_t, Size, Stride, Options> {};
 /// `nn::max_pool<Size, Stride>`: see `max_pool_t`.
-template <int Size, int Stride>
+template <hw Size, hw Stride>
 inline constexpr max_pool_t<Size, Stride> max_pool{};
 
-/// Average pooling over `Size x Size` windows, TensorFlow's SAME padding unless `padded` or
-/// `valid`; by default the divisor is the window's cells inside the image (TensorFlow's rule).
+/// Average pooling over `Size` windows (`hw{rows, columns}`, or one number for a square),
+/// TensorFlow's SAME padding unless `padded` or `valid`; by default the divisor is the
+/// window's cells inside the image (TensorFlow's rule).
 ///
 /// \tparam Size     height and width of the window; with SAME padding it must not exceed the
 ///                  input's (checked when the graph is lowered)
-/// \tparam Stride   step along height and width; with SAME padding the output is
-///                  `[N, ceil(H/Stride), ceil(W/Stride), C]`
+/// \tparam Stride   step along height and width (`hw{rows, columns}` or one number); with SAME
+///                  padding the output is `[N, ceil(H/Stride.h), ceil(W/Stride.w), C]`
 /// \tparam Options  the padding and the divisor, set by `padded(nn::pad<...>)`, `valid()` and
 ///                  `counting_padding()`
-template <int Size, int Stride, pool_options Options = pool_options{}>
+template <hw Size, hw Stride, pool_options Options = pool_options{}>
 struct avg_pool_t : pool_layer<ops::avg_pool, avg_pool_t, Size, Stride, Options> {
   /// The same pooling dividing by the window's cells inside the padded image, padded cells
   /// included (PyTorch's default, `count_include_pad=True`).
   constexpr auto counting_padding() const noexcept { return avg_pool_t<Size, Stride, pool_options{Options.pad, true}>{}; }
 };
 /// `nn::avg_pool<Size, Stride>`: see `avg_pool_t`.
-template <int Size, int Stride>
+template <hw Size, hw Stride>
 inline constexpr avg_pool_t<Size, Stride> avg_pool{};
 
 }  // namespace ipu::nn

@@ -31,9 +31,9 @@ constexpr std::int64_t compute_cycles(const node& n, const node_plan& p, const c
   const std::int64_t vector = chip.grain(size_of(n.type));
   switch (p.step.kind) {
     case step_kind::conv:
-      return div_up(units * p.step.block_channels * p.step.kernel * p.step.kernel * p.step.in_channels,
+      return div_up(units * p.step.block_channels * p.step.kernel_taps * p.step.in_channels,
                     std::max<std::int64_t>(1, macs_per_cycle(chip, n.type)));
-    case step_kind::window: return div_up(units * p.step.kernel * p.step.kernel, vector);
+    case step_kind::window: return div_up(units * p.step.kernel_taps, vector);
     case step_kind::reduce:  // stage 1 reads its chunks' pixels, stage 2 its outputs' partials
       return div_up(units * p.step.reduce * p.step.block_channels, vector) + div_up(p.step.outputs * p.step.chunks, vector);
     case step_kind::gather: return div_up(units * p.step.reduce, vector);

@@ -86,8 +86,10 @@ struct step_model {
   /// Input rows of one image (1 for a rank-2 input).
   std::int64_t in_height = 1, in_width = 1;    ///< input columns of one image (1 for a rank-2 input)
   std::int64_t images = 1;          ///< images in the batch (N)
-  /// Side of the square kernel or pooling window (1 for dense).
-  std::int64_t kernel = 1, stride = 1;  ///< stride of the kernel or window (1 for dense)
+  std::int64_t kernel_taps = 1;     ///< taps of the kernel or pooling window, rows x columns (1 for dense)
+  /// Input rows one output row's window spans: the kernel's rows, dilated (1 for dense).
+  std::int64_t window_rows = 1;
+  std::int64_t row_stride = 1;      ///< input rows from one output row's window to the next (1 for dense)
   /// Pixels of one chunk (reduce): the inputs one partial of stage 1 reads; inputs of one
   /// output element (gather).
   std::int64_t reduce = 1;
@@ -97,8 +99,8 @@ struct step_model {
   std::int64_t element_bytes = 2;   ///< bytes of one element of the step's element type
   std::int64_t partial_bytes = 4;   ///< bytes of one partial sum, in `options::partials`
   std::int64_t serial = 1;          ///< serial slices a tile's units run in (conv, dense)
-  /// Kernel taps split into phases (conv): 1 (all taps in each phase) or `kernel * kernel`
-  /// (one tap per phase).
+  /// Kernel taps split into phases (conv): 1 (all taps in each phase) or `kernel_taps` (one
+  /// tap per phase).
   std::int64_t taps = 1;
   std::int64_t in_parts = 1;        ///< equal parts of `in_channels`, one per phase (conv, dense)
   bool bias = false;                ///< dense: each block also receives its bias
@@ -112,8 +114,8 @@ struct step_model {
   }
   /// Input channels one phase reads: `in_channels / in_parts`.
   constexpr std::int64_t phase_channels() const noexcept { return in_channels / in_parts; }
-  /// Kernel taps one phase applies: `kernel * kernel / taps`.
-  constexpr std::int64_t phase_taps() const noexcept { return kernel * kernel / taps; }
+  /// Kernel taps one phase applies: `kernel_taps / taps`.
+  constexpr std::int64_t phase_taps() const noexcept { return kernel_taps / taps; }
   /// True when a phase applies one tap (a 1x1 kernel, or one tap per phase): its window is
   /// then one pixel per output position, the pixel the tap reads; otherwise whole input rows.
   constexpr bool pixel_window() const noexcept { return phase_taps() == 1; }
@@ -139,12 +141,13 @@ constexpr std::int64_t runs_touched(std::int64_t count, std::int64_t period) noe
 /// Input rows (of all images together) that `rows` consecutive output rows read, counted as
 /// the contiguous range from the first row read to the last, as a vertex's window holds them
 /// (with a stride larger than the kernel, the rows skipped between outputs are inside it).
-/// Within one image the range is `(rows - 1) * stride + kernel` rows; crossing into the next
-/// image moves `out_height * stride` output-row strides on but only `in_height` input rows,
-/// and SAME padding has `out_height * stride >= in_height`, so the bound holds across images too.
+/// Within one image the range is `(rows - 1) * row_stride + window_rows` rows; crossing into
+/// the next image moves `out_height * row_stride` output-row strides on but only `in_height`
+/// input rows, and SAME padding has `out_height * row_stride >= in_height`, so the bound holds
+/// across images too.
 constexpr std::int64_t input_rows(const step_model& s, std::int64_t rows) noexcept {
   const std::int64_t images = std::min(s.images, runs_touched(rows, s.out_height));
-  return std::min((rows - 1) * s.stride + s.kernel, images * s.in_height);
+  return std::min((rows - 1) * s.row_stride + s.window_rows, images * s.in_height);
 }
 
 /// Input elements of the window read by `positions` consecutive output positions of one block.

@@ -67,17 +67,21 @@ class model_summary {
   /// Prints the table and the totals.
   friend std::ostream& operator<<(std::ostream& os, const model_summary& m) {
     const detail::stream_state keep(os);
-    std::size_t path_width = 4;
-    for (const node& n : m.nodes_) path_width = std::max(path_width, n.path.length);
-    const auto rule = std::string(path_width + 2 + 18 + 20 + 14 + 18 + 5, '-');
+    std::size_t path_width = 4, op_width = 16;
+    for (const node& n : m.nodes_) {
+      path_width = std::max(path_width, n.path.length);
+      op_width = std::max(op_width, detail::describe_op(n).size());
+    }
+    const int op_column = static_cast<int>(op_width + 2);
+    const auto rule = std::string(path_width + 2 + op_width + 2 + 20 + 14 + 18 + 5, '-');
     const node& in = m.nodes_.front();
     os << "input: " << name_of(in.type) << ' ' << in.out << ", " << m.nodes_.size() << " nodes\n"
-       << std::left << std::setw(static_cast<int>(path_width + 2)) << "path" << std::setw(18) << "op"
+       << std::left << std::setw(static_cast<int>(path_width + 2)) << "path" << std::setw(op_column) << "op"
        << std::setw(20) << "output shape" << std::right << std::setw(14) << "params" << std::setw(18) << "MACs"
        << std::setw(5) << "IPU" << '\n'
        << rule << '\n';
     for (const node& n : m.nodes_) {
-      os << std::left << std::setw(static_cast<int>(path_width + 2)) << n.path.view() << std::setw(18)
+      os << std::left << std::setw(static_cast<int>(path_width + 2)) << n.path.view() << std::setw(op_column)
          << detail::describe_op(n) << std::setw(20) << detail::to_string(n.out) << std::right << std::setw(14)
          << detail::grouped(n.params) << std::setw(18) << detail::grouped(n.macs) << std::setw(5);
       if (n.on_host()) os << "host" << '\n';

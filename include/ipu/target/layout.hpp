@@ -8,7 +8,7 @@
 ///   tile mapping, `target/mapping.hpp`);
 /// - `storage_order`: the order a mapping stores a tensor's elements in (NHWC or block-major);
 /// - `window_geometry`: which input pixels an output of a conv or pooling reads, with
-///   TensorFlow's SAME padding.
+///   TensorFlow's SAME padding or explicit amounts, any kernel shape, stride and dilation.
 
 #include <ipu/core/shape.hpp>
 #include <ipu/target/chip.hpp>
@@ -94,21 +94,18 @@ struct storage_order {
 /// that read through it.
 namespace kernels {
 
-/// TensorFlow's SAME padding along one axis: the padding before and after, together.
-constexpr std::int64_t same_padding_total(std::int64_t in, std::int64_t out, std::int64_t kernel,
+/// TensorFlow's SAME padding along one axis, for a window spanning `span` cells: the padding
+/// before and after, together.
+constexpr std::int64_t same_padding_total(std::int64_t in, std::int64_t out, std::int64_t span,
                                           std::int64_t stride) noexcept {
-  return std::max<std::int64_t>(0, (out - 1) * stride + kernel - in);
-}
-
-/// TensorFlow's SAME padding along one axis: the padding before the first element, the
-/// smaller half of `same_padding_total`.
-constexpr std::int64_t same_padding_before(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                           std::int64_t stride) noexcept {
-  return same_padding_total(in, out, kernel, stride) / 2;
+  return std::max<std::int64_t>(0, (out - 1) * stride + span - in);
 }
 
 /// The geometry of a sliding-window op over NHWC images (a dense layer is a 1x1 conv on 1x1
-/// images).
+/// images): tap `(kh, kw)` of output `(oh, ow)` reads input row
+/// `oh * stride_h - pad_top + kh * dilation_h` and column
+/// `ow * stride_w - pad_left + kw * dilation_w`; taps outside the image are skipped, not read
+/// as zeros.
 struct window_geometry {
   /// \var in_height
   /// Rows of each input image.
@@ -118,46 +115,61 @@ struct window_geometry {
   /// Rows of each output image.
   /// \var out_width
   /// Columns of each output image.
-  /// \var kernel
-  /// Side of the square window, in pixels.
-  /// \var stride
-  /// Pixels from one window to the next, along rows and columns.
+  /// \var kernel_h
+  /// Rows of the window's taps.
+  /// \var kernel_w
+  /// Columns of the window's taps.
+  /// \var stride_h
+  /// Rows from one window to the next.
+  /// \var stride_w
+  /// Columns from one window to the next.
+  /// \var dilation_h
+  /// Rows from one tap to the next (1: adjacent).
+  /// \var dilation_w
+  /// Columns from one tap to the next (1: adjacent).
   /// \var pad_top
-  /// Padding rows above the image: output row `oh` reads from input row
-  /// `oh * stride - pad_top`; taps outside the image are skipped, not read as zeros.
+  /// Padding rows above the image.
   /// \var pad_left
-  /// Padding columns left of the image: output column `ow` reads from input column
-  /// `ow * stride - pad_left`.
+  /// Padding columns left of the image.
   /// \var pad_bottom
   /// Padding rows below the image (only an average that counts padding reads it).
   /// \var pad_right
   /// Padding columns right of the image (only an average that counts padding reads it).
   std::int64_t in_height = 1, in_width = 1;
   std::int64_t out_height = 1, out_width = 1;
-  std::int64_t kernel = 1, stride = 1;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   std::int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
 
-  /// SAME padding for the given sizes: `pad_top` and `pad_left` from `same_padding_before`,
-  /// the rest of `same_padding_total` after.
-  static constexpr window_geometry same(std::int64_t in_h, std::int64_t in_w, std::int64_t out_h,
-                                        std::int64_t out_w, std::int64_t kernel, std::int64_t stride) noexcept {
-    const std::int64_t top = same_padding_before(in_h, out_h, kernel, stride);
-    const std::int64_t left = same_padding_before(in_w, out_w, kernel, stride);
-    return {in_h, in_w, out_h, out_w, kernel, stride, top, left,
-            same_padding_total(in_h, out_h, kernel, stride) - top, same_padding_total(in_w, out_w, kernel, stride) - left};
-  }
-  /// The geometry of padding `pad` (SAME or explicit) for the given sizes.
+  /// The geometry of padding `pad` (SAME or explicit) for the given sizes and window. SAME
+  /// pads `same_padding_total` for the window's span (`dilated_extent`), the smaller half
+  /// before (`pad_top`, `pad_left`), the rest after.
   static constexpr window_geometry of(std::int64_t in_h, std::int64_t in_w, std::int64_t out_h, std::int64_t out_w,
-                                      std::int64_t kernel, std::int64_t stride, const padding& pad) noexcept {
-    if (pad.same) return same(in_h, in_w, out_h, out_w, kernel, stride);
-    return {in_h, in_w, out_h, out_w, kernel, stride, pad.top, pad.left, pad.bottom, pad.right};
+                                      hw kernel, hw stride, hw dilation, const padding& pad) noexcept {
+    window_geometry g{in_h, in_w, out_h, out_w, kernel.h, kernel.w, stride.h, stride.w, dilation.h, dilation.w};
+    if (!pad.same) {
+      g.pad_top = pad.top, g.pad_bottom = pad.bottom, g.pad_left = pad.left, g.pad_right = pad.right;
+      return g;
+    }
+    const hw span = dilated_extent(kernel, dilation);
+    const std::int64_t rows = same_padding_total(in_h, out_h, span.h, stride.h);
+    const std::int64_t cols = same_padding_total(in_w, out_w, span.w, stride.w);
+    g.pad_top = rows / 2, g.pad_bottom = rows - rows / 2, g.pad_left = cols / 2, g.pad_right = cols - cols / 2;
+    return g;
   }
+  /// Rows the window spans: `dilation_h * (kernel_h - 1) + 1`.
+  constexpr std::int64_t span_h() const noexcept { return dilation_h * (kernel_h - 1) + 1; }
+  /// Columns the window spans: `dilation_w * (kernel_w - 1) + 1`.
+  constexpr std::int64_t span_w() const noexcept { return dilation_w * (kernel_w - 1) + 1; }
+  /// True for a 1x1 window at stride 1: each output reads its own input pixel.
+  constexpr bool pointwise() const noexcept { return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1; }
+
   /// Cells of output position `p`'s window inside the padded image (the image and its
   /// padding): PyTorch's divisor for an average that counts padding (`count_include_pad`).
+  /// Pooling windows are never dilated.
   constexpr std::int64_t padded_taps(std::int64_t p) const noexcept {
     const std::int64_t rest = p % positions_per_image(), oh = rest / out_width, ow = rest % out_width;
-    const std::int64_t rows = std::min(oh * stride + kernel, in_height + pad_top + pad_bottom) - oh * stride;
-    const std::int64_t cols = std::min(ow * stride + kernel, in_width + pad_left + pad_right) - ow * stride;
+    const std::int64_t rows = std::min(oh * stride_h + kernel_h, in_height + pad_top + pad_bottom) - oh * stride_h;
+    const std::int64_t cols = std::min(ow * stride_w + kernel_w, in_width + pad_left + pad_right) - ow * stride_w;
     return rows * cols;
   }
   /// Output positions of one image, `out_height * out_width`.
@@ -169,13 +181,24 @@ struct window_geometry {
     const std::int64_t first_out = begin / out_width, last_out = (end - 1) / out_width;
     const auto first_in = [&](std::int64_t out_row) {
       const std::int64_t image = out_row / out_height, oh = out_row % out_height;
-      return image * in_height + std::max<std::int64_t>(0, oh * stride - pad_top);
+      return image * in_height + std::max<std::int64_t>(0, oh * stride_h - pad_top);
     };
     const auto end_in = [&](std::int64_t out_row) {
       const std::int64_t image = out_row / out_height, oh = out_row % out_height;
-      return image * in_height + std::min(in_height, oh * stride - pad_top + kernel);
+      return image * in_height + std::min(in_height, oh * stride_h - pad_top + span_h());
     };
     return {first_in(first_out), end_in(last_out)};
+  }
+
+  /// The kernel rows `[first, last)` whose taps fall inside the image for a window whose
+  /// tap row 0 is input row `ih` (possibly negative).
+  constexpr std::pair<std::int64_t, std::int64_t> rows_inside(std::int64_t ih) const noexcept {
+    return inside(ih, in_height, kernel_h, dilation_h);
+  }
+  /// The kernel columns `[first, last)` whose taps fall inside the image for a window whose
+  /// tap column 0 is input column `iw` (possibly negative).
+  constexpr std::pair<std::int64_t, std::int64_t> columns_inside(std::int64_t iw) const noexcept {
+    return inside(iw, in_width, kernel_w, dilation_w);
   }
 
   /// The input pixel that tap `(kh, kw)` of output position `p` (over all images, row-major)
@@ -184,9 +207,18 @@ struct window_geometry {
   constexpr std::int64_t tap_pixel(std::int64_t p, std::int64_t kh, std::int64_t kw) const noexcept {
     const std::int64_t per_image = positions_per_image();
     const std::int64_t image = p / per_image, oh = p % per_image / out_width, ow = p % out_width;
-    const std::int64_t ih = oh * stride - pad_top + kh, iw = ow * stride - pad_left + kw;
+    const std::int64_t ih = oh * stride_h - pad_top + kh * dilation_h, iw = ow * stride_w - pad_left + kw * dilation_w;
     if (ih < 0 || ih >= in_height || iw < 0 || iw >= in_width) return -1;
     return (image * in_height + ih) * in_width + iw;
+  }
+
+ private:
+  // Taps `[first, last)` of `taps` taps `dilation` apart, from cell `at`, inside `[0, extent)`.
+  static constexpr std::pair<std::int64_t, std::int64_t> inside(std::int64_t at, std::int64_t extent, std::int64_t taps,
+                                                                std::int64_t dilation) noexcept {
+    const std::int64_t first = at >= 0 ? 0 : (-at + dilation - 1) / dilation;
+    const std::int64_t last = extent <= at ? 0 : std::min(taps, (extent - at + dilation - 1) / dilation);
+    return {std::min(first, last), last};
   }
 };
 

@@ -52,8 +52,16 @@ struct matmul_kernel : kernel_base {
   /// The `packed_conv` shape of a conv node, or of a dense layer as a 1x1 conv over N positions.
   static kernels::conv_shape conv_shape_of(const node& n) noexcept {
     if (n.kind == op_of<dense>) return {n.in.dim[0], 1, 1, n.in.channels(), n.out.channels(), 1, 1, 1};
-    return {n.in.dim[0],      n.in.dim[1],    n.in.dim[2],    n.in.channels(), n.out.channels(),
-            n.layer.kernel,   n.layer.stride, n.layer.groups, n.layer.pad};
+    return {.batch = n.in.dim[0],
+            .in_height = n.in.dim[1],
+            .in_width = n.in.dim[2],
+            .in_channels = n.in.channels(),
+            .out_channels = n.out.channels(),
+            .kernel = n.layer.kernel,
+            .stride = n.layer.stride,
+            .groups = n.layer.groups,
+            .pad = n.layer.pad,
+            .dilation = n.layer.dilation};
   }
 
   /// `packed<T>` with f32 partials, else `blocked`.
@@ -65,7 +73,7 @@ struct matmul_kernel : kernel_base {
     if constexpr (std::same_as<Acc, float>) {
       return packed<T>{kernels::packed_conv<T>(conv_shape_of(n), rounded<T>(kernel)), std::move(bias)};
     } else {
-      const std::int64_t rows = p.step.kernel * p.step.kernel * p.step.in_channels, bc = p.step.block_channels;
+      const std::int64_t rows = p.step.kernel_taps * p.step.in_channels, bc = p.step.block_channels;
       const std::int64_t out = n.out.channels();
       blocked q{std::vector<float>(static_cast<std::size_t>(p.step.blocks * rows * bc)), std::move(bias)};
       for (std::int64_t b = 0; b < p.step.blocks; ++b)
@@ -97,7 +105,7 @@ struct matmul_kernel : kernel_base {
       const step_model& s = c.p.step;
       const kernels::window_geometry g = geometry_of(n);
       const std::int64_t bc = s.block_channels, cin = s.in_channels, channels = n.in.channels();
-      const std::int64_t rows = s.kernel * s.kernel * cin, positions = n.out.elements() / n.out.channels();
+      const std::int64_t rows = s.kernel_taps * cin, positions = n.out.elements() / n.out.channels();
       const bool grouped = n.kind == op_of<conv> && n.layer.groups > 1;
       constexpr std::int64_t chunk = 64;  // positions per kernel call: the partials stay in cache
       const std::int64_t per_block = detail::div_up(positions, chunk);
@@ -149,7 +157,7 @@ struct matmul_kernel : kernel_base {
       if (s.pixel_window()) {
         T* dst = c.exchange_buffer(at, (p1 - p0) * ci);
         for (std::int64_t q = p0; q < p1; ++q)
-          if (const std::int64_t pixel = g.tap_pixel(q, ph.tap / s.kernel, ph.tap % s.kernel); pixel >= 0)
+          if (const std::int64_t pixel = g.tap_pixel(q, ph.tap / g.kernel_w, ph.tap % g.kernel_w); pixel >= 0)
             c.read_channels(in, pixel, first_channel, ci, dst + (q - p0) * ci);
         at += (p1 - p0) * ci;
         return;
@@ -187,7 +195,7 @@ struct matmul_kernel : kernel_base {
       Acc* acc = partials + (u - a) * bc;
       if (first) std::fill(acc, acc + (p1 - p0) * bc, Acc{});
       if (s.pixel_window()) {
-        kernels::conv_tap_accumulate(g, ph.tap / s.kernel, ph.tap % s.kernel, c.exchange_buffer(at, (p1 - p0) * ci), ci, w,
+        kernels::conv_tap_accumulate(g, ph.tap / g.kernel_w, ph.tap % g.kernel_w, c.exchange_buffer(at, (p1 - p0) * ci), ci, w,
                                      bc, p0, p1, acc);
         at += (p1 - p0) * ci;
       } else {

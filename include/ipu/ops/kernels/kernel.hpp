@@ -55,7 +55,7 @@ std::vector<float> rounded(std::span<const float> values) {
 inline kernels::window_geometry geometry_of(const node& n) noexcept {
   if (n.kind == op_of<dense>) return {};
   return kernels::window_geometry::of(n.in.dim[1], n.in.dim[2], n.out.dim[1], n.out.dim[2], n.layer.kernel,
-                                      n.layer.stride, n.layer.pad);
+                                      n.layer.stride, n.layer.dilation, n.layer.pad);
 }
 
 }  // namespace ipu::ops

@@ -401,7 +401,7 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
       for (double& v : out[i]) v = activation(ipu::name_of(nd.kind), v);
     } else if (is(ops::global_max_pool{})) {
       out[i] = global_max_pool(src(nd.input()), d(0), d(1), d(2), d(3));
-    } else if (is(ops::flatten{})) {
+    } else if (is(ops::flatten{}) || is(ops::reshape{})) {
       out[i] = src(nd.input());  // NHWC row-major is [N, H*W*C] row-major
     } else if (is(ops::leaky_relu{})) {
       out[i] = src(nd.input());

@@ -36,6 +36,10 @@ struct filters { std::int64_t value; };
 struct groups { std::int64_t value; };
 /// A window's height and width (the cells a dilated conv spans), as a labelled template argument.
 struct window_size { std::int64_t height, width; };
+/// Values of each sample of a layer's input, as a labelled template argument.
+struct input_values_per_sample { std::int64_t value; };
+/// Values of each sample of a reshape's target, as a labelled template argument.
+struct target_values_per_sample { std::int64_t value; };
 /// The height of a layer's input, as a labelled template argument.
 struct input_height { std::int64_t value; };
 /// The width of a layer's input, as a labelled template argument.
@@ -131,6 +135,14 @@ struct window_padding_must_be_below_the_window {
   static constexpr bool value = false;
 };
 
+/// Error: a reshape whose target holds another number of values per sample than its input.
+template <auto Layer, input_values_per_sample In, target_values_per_sample To>
+struct reshape_must_keep_every_value {
+  static_assert(In.value < 0, "ipu: nn::reshape must keep every value: its target holds another number of values per "
+                              "sample than its input");
+  static constexpr bool value = false;
+};
+
 /// Error: a node path longer than `path_string::capacity`; `Layer` holds the path cut to it.
 template <auto Layer, max_characters Max>
 struct layer_path_too_long {
@@ -192,6 +204,9 @@ consteval auto report_graph_error() {
     return diag::window_padding_must_be_below_the_window<
         layer, diag::window_size{E.x, E.y}, diag::padding_top_bottom_left_right{b.dim[0], b.dim[1], b.dim[2], b.dim[3]},
         diag::input_height{a.dim[1]}, diag::input_width{a.dim[2]}>::value;
+  } else if constexpr (E.kind == reshape_changes_values) {
+    return diag::reshape_must_keep_every_value<layer, diag::input_values_per_sample{E.x},
+                                               diag::target_values_per_sample{E.y}>::value;
   } else if constexpr (E.kind == too_many_ops_in_scope) {
     return diag::too_many_ops_in_one_scope<layer, diag::max_ops{E.x}>::value;
   } else if constexpr (E.kind == duplicate_path) {

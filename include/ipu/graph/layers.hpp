@@ -25,6 +25,7 @@
 #include <ipu/ops/pool.hpp>
 #include <ipu/ops/relu.hpp>
 #include <ipu/ops/relu6.hpp>
+#include <ipu/ops/reshape.hpp>
 #include <ipu/ops/sigmoid.hpp>
 #include <ipu/ops/silu.hpp>
 #include <ipu/ops/softmax.hpp>

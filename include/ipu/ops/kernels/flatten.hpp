@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The kernel of `ops::flatten`: a copy. In fast mode the host tensor is already in NHWC
+/// The kernel of `ops::flatten` and `ops::reshape` (`ops::reordering`): a copy. In fast mode the host tensor is already in NHWC
 /// order; in faithful mode a tile copies its elements from its own memory, or, when the input
 /// is stored otherwise, from its exchange buffer, which received them in the output's order.
 
@@ -12,8 +12,8 @@
 
 namespace ipu::ops {
 
-/// The kernel of `flatten` (see the file comment).
-struct flatten::kernel : kernel_base {
+/// The kernel of `flatten` and `reshape` (see the file comment).
+struct reordering::kernel : kernel_base {
   /// The whole tensor, in parts over the threads.
   template <class Ctx>
   static void fast(const Ctx& c) {

@@ -1,5 +1,5 @@
 // Compile-time benchmark: the seed's ResNeXt-101 32x4d (f16, batch 4, 224x224x4), which no
-// Mk1 holds alone, placed by auto_shard over four Mk1 IPUs (it needs three), planned tile by
+// Mk1 holds alone, placed by auto_shard over four Mk1 IPUs (it needs two), planned tile by
 // tile, and the fit checked. Compiled, never run.
 #include <ipu/ipu.hpp>
 

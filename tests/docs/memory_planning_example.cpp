@@ -18,7 +18,7 @@ static_assert(ipu::require_fit<model_t, ipu::mk2, opts>);        // a compile er
 static_assert(!ipu::fits_v<model_t, ipu::mk1, opts>);            // a plain bool: 256 KiB tiles are too small
 
 using mk1x4 = ipu::system<ipu::mk1, 4>;
-using placed_t = ipu::auto_shard<model_t, mk1x4>;                // on<0> ... on<2>: three suffice
+using placed_t = ipu::auto_shard<model_t, mk1x4>;                // on<0> and on<1>: two suffice
 static_assert(ipu::require_fit<placed_t, mk1x4, opts>);
 
 int main() { std::cout << ipu::memory_report<model_t, ipu::mk2, opts>(); return 0; }   // totals, histogram, fullest tiles

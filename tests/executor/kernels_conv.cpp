@@ -72,10 +72,10 @@ template <class T> using depthwise_bn = decltype(ipu::input<T, 1, 7, 7, 6> | nn:
 
 template <class T> using k3_64 = decltype(ipu::input<T, 2, 8, 8, 16> | nn::conv<64, 3>);
 
-/// Transient bounds of 4% of a tile for f32 (24 KiB) and 2% for f16 (12 KiB): the conv's
+/// Transient bounds of 2% of a tile for f32 (12 KiB) and 1% for f16 (6 KiB): the conv's
 /// weights fit, its windows and partials only in serial slices.
-constexpr ipu::options tight{.available_memory_proportion = {4, 100}};
-constexpr ipu::options tight_half{.available_memory_proportion = {2, 100}};
+constexpr ipu::options tight{.available_memory_proportion = {2, 100}};
+constexpr ipu::options tight_half{.available_memory_proportion = {1, 100}};
 template <class T> using sliced = decltype(ipu::input<T, 2, 8, 8, 16> | nn::conv<32, 3> | nn::batch_norm);
 
 /// A bound of 0.1% of a tile (638 bytes): no conv here meets it with slices alone, so each

@@ -150,11 +150,11 @@ TEST_CASE("the seed's ResNeXt-101 fits one Mk2 at available_memory_proportion 0.
   CHECK(m.peak <= 638976);
   CHECK(p.warnings == 0);
   // No tile exceeds the peak at the peak step, the peak tile never exceeds it, and the
-  // allocation reaches it (without a byte of alignment or gaps, on this network).
+  // allocation reaches it (with less than one alignment unit of padding, on this network).
   for (int t = 0; t < ipu::mk2::chip.tiles; t += 7) CHECK(p.usage(0, t, m.peak_step).total() <= m.peak);
   for (int s = 0; s < static_cast<int>(p.size); s += 3) CHECK(p.usage(0, m.peak_tile, s).total() <= m.peak);
   CHECK(p.extent_on(0, m.peak_tile) == m.peak);
-  CHECK(m.unused_at_peak() == 0);
+  CHECK(m.unused_at_peak() < ipu::buffer_alignment);
 }
 
 TEST_CASE("totals are consistent: tiles sum to the IPU, weights to the parameters") {
@@ -186,6 +186,50 @@ TEST_CASE("group convolutions split groups across tiles") {
   int64_t elements = 0;
   for (int t = 0; t < ipu::mk2::chip.tiles; ++t) elements += np.output.elements_on(t);
   CHECK(elements == p.at(conv2).out.elements());
+}
+
+TEST_CASE("a conv's channel blocks each on their own tiles: no tile computes two blocks") {
+  constexpr auto& p = ipu::plan_v<seed_t, ipu::mk2, seed_options>;
+  int apart = 0;
+  for (int j = 0; j < static_cast<int>(p.size); ++j) {
+    const ipu::node_plan& np = p.plan_of(j);
+    if (np.step.kind != ipu::step_kind::conv || !np.step.blocks_apart) continue;
+    ++apart;
+    const ipu::linear_mapping& u = np.work.units;
+    CHECK(u.segments == np.step.blocks);
+    for (int t = 0; t < np.work.tiles(); ++t)
+      if (u.elements_on(t) > 0) CHECK(u.begin(t) / np.step.positions == (u.end(t) - 1) / np.step.positions);
+  }
+  CHECK(apart > 0);  // the grouped convs: 32 groups over 46 tiles each
+}
+
+TEST_CASE("channel blocks go apart when that leaves the fullest tile fewer transients") {
+  // ResNet-50's stage2.block1.shortcut.conv1 at batch 90: 1x1, stride 2, 256 to 512 channels
+  // over 90 x 28 x 28 positions, f16 with half partials. Together, a tile whose run of units
+  // crosses from one block into the next receives the weights and input of both.
+  ipu::step_model s;
+  s.kind = ipu::step_kind::conv;
+  s.positions = 90 * 28 * 28;
+  s.images = 90;
+  s.out_height = s.out_width = 28;
+  s.in_height = s.in_width = 56;
+  s.in_channels = 256;
+  s.row_stride = 2;
+  s.element_bytes = s.partial_bytes = 2;
+  const ipu::channel_blocks cb = ipu::split_channels(s, 512, 1, ipu::mk2::chip);
+  CHECK(cb.apart);
+  const auto fullest = [&](int64_t blocks, bool apart) {
+    ipu::step_model c = s;
+    c.blocks = blocks, c.block_channels = 512 / blocks, c.blocks_apart = apart;
+    return ipu::transient_on(c, ipu::map_units(c, ipu::mk2::chip).units.max_elements_per_tile()).total();
+  };
+  const int64_t chosen = fullest(cb.blocks, true);
+  for (int64_t blocks = 1; blocks <= 512; blocks *= 2) {
+    CAPTURE(blocks);
+    CHECK(chosen <= fullest(blocks, false));
+    CHECK(chosen <= fullest(blocks, true));
+  }
+  CHECK(chosen < fullest(1, false));
 }
 
 // The fewest phases of a split of conv-like node `j` whose fullest tile's transients meet
@@ -307,10 +351,11 @@ TEST_CASE("auto_shard uses the fewest IPUs that hold the model, and balances cyc
   constexpr auto& three = ipu::plan_v<ipu::auto_shard<seed_t, mk1x3>, mk1x3, seed_options>;
   constexpr auto& four = ipu::plan_v<ipu::auto_shard<seed_t, mk1x4>, mk1x4, seed_options>;
   for (std::size_t j = 0; j < three.size; ++j) CHECK(three.at(static_cast<int>(j)).ipu == four.at(static_cast<int>(j)).ipu);
+  CHECK(three.ipus[2].nodes == 0);
   CHECK(four.ipus[3].nodes == 0);
   CHECK(three.fits);
-  // Over the IPUs it uses, the busiest carries less than half of the work.
+  // Over the two IPUs it uses, the busiest carries less than 60% of the work.
   int64_t total = 0, largest = 0;
   for (const ipu::ipu_memory& m : three.ipus) total += m.cycles, largest = std::max(largest, m.cycles);
-  CHECK(largest * 2 < total);
+  CHECK(largest * 10 < total * 6);
 }

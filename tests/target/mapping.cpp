@@ -97,3 +97,37 @@ TEST_CASE("a mapping can start at a later tile", "[target][mapping]") {
   STATIC_REQUIRE(m.tile_of(0) == 100);
   STATIC_REQUIRE(m.tile_of(4095) == 100 + static_cast<int>(m.parts) - 1);
 }
+
+TEST_CASE("a mapping in segments maps each over its own tiles as PopLibs maps each alone", "[target][mapping]") {
+  // Segment s is PopLibs' mapping of its elements over tiles / segments tiles, placed after the
+  // tiles of segment s - 1: the reference builds each with splitRegions and lays them end to end.
+  for (const auto& chip : {ipu::mk2::chip, ipu::with_tiles(ipu::mk2::chip, 16), ipu::with_tiles(ipu::mk2::chip, 7)})
+    for (int64_t bytes : {2, 4, 256})
+      for (int64_t segments : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{7}})
+        for (int64_t per_segment : {int64_t{1}, int64_t{5}, int64_t{64}, int64_t{1001}, int64_t{70'560}}) {
+          if (segments > chip.tiles) continue;
+          CAPTURE(chip.tiles, bytes, segments, per_segment);
+          const int64_t n = segments * per_segment;
+          const auto m = ipu::map_linearly(n, bytes, chip, 0, 128, segments);
+          const int64_t grain = std::max<int64_t>(1, chip.vector_bytes / bytes);
+          const auto ref = split_regions(per_segment, grain, chip.tiles / segments, (128 + bytes - 1) / bytes);
+          const int64_t parts = static_cast<int64_t>(ref.size());
+          REQUIRE(m.parts == segments * parts);
+          REQUIRE(m.segment_parts() == parts);
+          int64_t most = 0;
+          for (int t = 0; t < chip.tiles; ++t) {
+            const int64_t s = t / parts, p = t % parts;
+            const bool holds = s < segments && !ref[static_cast<std::size_t>(p)].empty();
+            const interval local = holds ? ref[static_cast<std::size_t>(p)][0] : interval{0, 0};
+            REQUIRE(m.elements_on(t) == local.second - local.first);
+            most = std::max(most, local.second - local.first);
+            if (!holds) continue;
+            const int64_t first = s * per_segment + local.first, last = s * per_segment + local.second - 1;
+            REQUIRE(m.begin(t) == first);
+            REQUIRE(m.end(t) == last + 1);
+            REQUIRE(m.tile_of(first) == t);
+            REQUIRE(m.tile_of(last) == t);
+          }
+          REQUIRE(m.max_elements_per_tile() == most);
+        }
+}

@@ -23,7 +23,7 @@
 ///
 /// Each squeeze-and-excitation's pooling is a reduction in stages over the tiles
 /// (`ops::plan_reduction`), so no tile holds a whole map: in f16 with half partials the model
-/// fits one Mk2 up to batch 89 (`tests/models/zoo_fit.cpp`).
+/// fits one Mk2 up to batch 128 (`tests/models/zoo_fit.cpp`).
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/compose.hpp>

@@ -89,6 +89,7 @@ struct batch_norm : op_base {
     s.kind = step_kind::channels;
     s.in_channels = c;
     s.blocks = np.work.blocks;
+    s.blocks_apart = np.work.blocks > 1 && np.work.units.segments == np.work.blocks;
     s.block_channels = np.work.unit_elements;
     s.positions = np.work.units.elements / np.work.blocks;
   }

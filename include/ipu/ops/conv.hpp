@@ -30,6 +30,7 @@ constexpr tensor_mapping fit_slices(step_model& s, std::int64_t filters, std::in
   const channel_blocks cb = split_channels(s, filters, groups, chip);
   s.blocks = cb.blocks;
   s.block_channels = cb.channels;
+  s.blocks_apart = cb.apart;
   const tensor_mapping m = map_units(s, chip);
   const std::int64_t units = m.units.max_elements_per_tile();
   s.serial = 1;

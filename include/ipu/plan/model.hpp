@@ -77,6 +77,9 @@ struct step_model {
   step_kind kind = step_kind::none;  ///< what the step needs, and so which fields below apply
   std::int64_t positions = 1;       ///< output positions (N * Ho * Wo), or rows for softmax
   std::int64_t blocks = 1;          ///< output channel blocks (conv, dense)
+  /// Each block mapped over its own tiles (`linear_mapping::segments`), so that no tile
+  /// computes, or holds, outputs of two blocks (conv, dense, and batch norm on their output).
+  bool blocks_apart = false;
   /// Output channels per block (conv, dense); channels per position (pooling) or per row
   /// (softmax); elements per unit of the input's mapping (batch norm, remap).
   std::int64_t block_channels = 1;
@@ -183,7 +186,7 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
   switch (s.kind) {
     case step_kind::conv: {
       const std::int64_t slice = div_up(units, s.serial);
-      const std::int64_t blocks = std::min(s.blocks, runs_touched(units, s.positions));
+      const std::int64_t blocks = s.blocks_apart ? 1 : std::min(s.blocks, runs_touched(units, s.positions));
       const std::int64_t slice_blocks = std::min(blocks, runs_touched(slice, s.positions));
       const std::int64_t slice_positions = std::min(slice, s.positions);
       const std::int64_t channels = s.phase_channels();
@@ -207,10 +210,11 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
     case step_kind::rows:
       return {0, std::min(s.positions, runs_touched(units, s.block_channels)) * s.block_channels * s.element_bytes};
     case step_kind::channels: {
-      // Block-major storage: a run of units touches a few blocks; otherwise a run of
-      // `units * block_channels` elements, channels innermost.
-      const std::int64_t touched = s.blocks > 1 ? runs_touched(units, s.positions) * s.block_channels
-                                                : units * s.block_channels;
+      // Block-major storage: a run of units touches a few blocks (one when each block has its
+      // own tiles); otherwise a run of `units * block_channels` elements, channels innermost.
+      const std::int64_t touched = s.blocks == 1 ? units * s.block_channels
+                                   : s.blocks_apart ? s.block_channels
+                                                    : runs_touched(units, s.positions) * s.block_channels;
       return {0, 2 * std::min(s.in_channels, touched) * s.element_bytes};
     }
     case step_kind::remap: return {0, s.remapped * units * s.block_channels * s.element_bytes};
@@ -222,31 +226,47 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
 struct channel_blocks {
   std::int64_t blocks = 1;    ///< number of blocks (the groups, for a grouped conv)
   std::int64_t channels = 1;  ///< output channels per block
+  bool apart = false;         ///< each block mapped over its own tiles (`step_model::blocks_apart`)
 };
 
-/// The units of `s` (with `s.blocks` and `s.block_channels` set) mapped over `chip`.
+/// The units of `s` (with `s.blocks`, `s.block_channels` and `s.blocks_apart` set) mapped
+/// over `chip`: linearly over all its tiles, or block by block over equal shares of them.
 constexpr tensor_mapping map_units(const step_model& s, const chip_spec& chip) noexcept {
-  return {map_linearly(s.blocks * s.positions, s.block_channels * s.element_bytes, chip), s.block_channels, s.blocks};
+  return {map_linearly(s.blocks * s.positions, s.block_channels * s.element_bytes, chip, 0, 128,
+                       s.blocks_apart ? s.blocks : 1),
+          s.block_channels, s.blocks};
 }
 
-/// One block per group for a grouped conv. Otherwise the equal blocks (a divisor of the
+/// One block per group for a grouped conv; otherwise the equal blocks (a divisor of the
 /// filters) that minimise the fullest tile's transients: more blocks mean fewer weights per
-/// tile but longer input windows.
+/// tile but longer input windows. Either way, the blocks mapped together over all the tiles
+/// or each over its own share of them (as PopLibs maps each part of a parallel split of the
+/// output channels or the groups), whichever leaves the fullest tile fewer transients:
+/// together, a tile whose run of units crosses a block receives the weights and windows of
+/// both; apart, the tiles that are not a multiple of the blocks stay idle.
 constexpr channel_blocks split_channels(step_model s, std::int64_t filters, std::int64_t groups,
                                         const chip_spec& chip) noexcept {
-  if (groups > 1) return {groups, filters / groups};
   channel_blocks best{1, filters};
   std::int64_t best_bytes = -1;
-  const auto consider = [&](std::int64_t blocks) {
+  const auto consider = [&](std::int64_t blocks, bool apart) {
     s.blocks = blocks;
     s.block_channels = filters / blocks;
+    s.blocks_apart = apart;
     const std::int64_t bytes = transient_on(s, map_units(s, chip).units.max_elements_per_tile()).total();
-    if (best_bytes < 0 || bytes < best_bytes) best = {blocks, filters / blocks}, best_bytes = bytes;
+    if (best_bytes < 0 || bytes < best_bytes) best = {blocks, filters / blocks, apart}, best_bytes = bytes;
   };
+  const auto consider_both = [&](std::int64_t blocks) {
+    consider(blocks, false);
+    if (blocks > 1 && blocks <= chip.tiles) consider(blocks, true);
+  };
+  if (groups > 1) {
+    consider_both(groups);
+    return best;
+  }
   for (std::int64_t d = 1; d * d <= filters; ++d) {
     if (filters % d != 0) continue;
-    consider(d);
-    if (d * d != filters) consider(filters / d);
+    consider_both(d);
+    if (d * d != filters) consider_both(filters / d);
   }
   return best;
 }

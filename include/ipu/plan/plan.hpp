@@ -115,12 +115,18 @@ struct plan {
     const tensor_mapping& m = at(j).ipu == ipu ? p.output : p.copy;
     return m.elements_on(tile) * size_of(at(j).type);
   }
-  /// Vertex state and exchange code of step `j` on `tile` of its IPU (zero if the tile does
-  /// not work in it); the control entry every tile has is counted by `code_on`.
+  /// Vertex state, worklists and exchange code of step `j` on `tile` of its IPU (zero if the
+  /// tile does not work in it): per compute set of the step (two for a reduction in stages), a
+  /// vertex and its exchange code; for a conv or dense step, a worklist entry per worker and
+  /// kernel tap. The control entry every tile has is counted by `shared_code_on`.
   constexpr std::int64_t step_code_on(int j, int tile) const noexcept {
     const node_plan& p = plan_of(j);
     if (at(j).kind == op_of<ops::input> || tile >= p.work.tiles()) return 0;
-    return opts.fixed.vertex_state_bytes * chip.workers + opts.fixed.exchange_code_bytes;
+    const fixed_costs& f = opts.fixed;
+    const std::int64_t compute_sets = p.step.kind == step_kind::reduce ? 2 : 1;
+    const std::int64_t worklists =
+        p.step.kind == step_kind::conv ? chip.workers * p.step.kernel_taps * f.worklist_entry_bytes : 0;
+    return compute_sets * (f.vertex_state_bytes + f.exchange_code_bytes) + worklists;
   }
   /// Transients and send buffer of step `j` on `tile` of its IPU.
   constexpr memory_bytes step_transients_on(int j, int tile) const noexcept {
@@ -237,15 +243,17 @@ template <std::size_t T>
 constexpr void accumulate(std::array<std::int64_t, T>& acc, const tensor_mapping& m, std::int64_t bytes) noexcept {
   const linear_mapping& u = m.units;
   if (u.parts == 0) return;
-  std::int64_t* a = acc.data() + u.first_tile;
-  const std::int64_t per_grain = u.grain * m.unit_elements * bytes;
-  std::int64_t prev = 0;
-  for (std::int64_t part = 0; part < u.parts; ++part) {
-    const std::int64_t next = (part + 1) * u.grains / u.parts;
-    a[part] += (next - prev) * per_grain;
-    prev = next;
+  const std::int64_t per_grain = u.grain * m.unit_elements * bytes, sp = u.segment_parts();
+  for (std::int64_t segment = 0; segment < u.segments; ++segment) {
+    std::int64_t* a = acc.data() + u.first_tile + segment * sp;
+    std::int64_t prev = 0;
+    for (std::int64_t part = 0; part < sp; ++part) {
+      const std::int64_t next = (part + 1) * u.grains / sp;
+      a[part] += (next - prev) * per_grain;
+      prev = next;
+    }
+    a[sp - 1] -= (u.grains * u.grain - u.segment_elements()) * m.unit_elements * bytes;
   }
-  a[u.parts - 1] -= (u.grains * u.grain - u.elements) * m.unit_elements * bytes;
 }
 
 /// Adds to `acc` what aligning each tile's share of `m` (`bytes` per element) to
@@ -261,7 +269,8 @@ constexpr void accumulate_padding(std::array<std::int64_t, T>& acc, const tensor
     return count * (aligned(b) - b);
   };
   if (u.grain * m.unit_elements * bytes % buffer_alignment == 0) {
-    acc[static_cast<std::size_t>(u.first_tile + u.parts - 1)] += pad(u.end(u.parts - 1) - u.begin(u.parts - 1));
+    for (std::int64_t last = u.segment_parts() - 1; last < u.parts; last += u.segment_parts())
+      acc[static_cast<std::size_t>(u.first_tile + last)] += pad(u.end(last) - u.begin(last));
     return;
   }
   for_each_part(u, [&](int tile, std::int64_t units) { acc[static_cast<std::size_t>(tile)] += pad(units); });
@@ -351,10 +360,11 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
       const transient_bytes t = transient_on(step, units);
       return temporaries ? t.temporaries : t.exchange;
     };
-    const std::int64_t q = u.grains / u.parts, r = u.grains % u.parts;
-    const std::int64_t last = u.end(u.parts - 1) - u.begin(u.parts - 1);
-    const std::int64_t big = r > 0 ? r - 1 : 0, small = u.parts - 1 - big;
-    return big * f((q + 1) * u.grain) + small * f(q * u.grain) + f(last);
+    // Every segment alike: `big` parts of q + 1 grains, `small` of q, and the last.
+    const std::int64_t sp = u.segment_parts(), q = u.grains / sp, r = u.grains % sp;
+    const std::int64_t last = u.end(sp - 1) - u.begin(sp - 1);
+    const std::int64_t big = r > 0 ? r - 1 : 0, small = sp - 1 - big;
+    return u.segments * (big * f((q + 1) * u.grain) + small * f(q * u.grain) + f(last));
   };
   for (int s = 0; s < static_cast<int>(N); ++s) {
     const std::int64_t bytes = size_of(p.at(s).type);

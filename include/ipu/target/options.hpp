@@ -23,16 +23,42 @@ struct ratio {
 };
 
 /// Per-tile fixed costs of a program: code, vertex state and control. Poplar publishes no
-/// formula for these; the defaults are round figures of the right order for a Poplar program
-/// (a few KiB of runtime, a few KiB per codelet, tens of bytes per vertex), not measurements.
-/// Override them with the numbers of a real profile (`popvision` "always-live" code and vertex
-/// state) to make the plan match a given SDK. All are always-live.
+/// formula for them; each default is a figure measured on, or counted in, a public source,
+/// cited beside it (docs/memory-planning.md, "Fixed costs"). Override them with the numbers of a
+/// profile of your SDK (PopVision's "Vertex Code", "Vertex Instances", "Control Code",
+/// "Internal Exchange Code") to make the plan match it. All are always-live.
 struct fixed_costs {
-  std::int64_t runtime_bytes = 8'192;     ///< every tile: supervisor runtime and program skeleton
-  std::int64_t codelet_bytes = 2'048;     ///< every tile, per distinct op kind placed on the IPU
-  std::int64_t vertex_state_bytes = 32;   ///< per vertex; a working tile runs one vertex per worker
-  std::int64_t control_bytes = 32;        ///< every tile, per step of its IPU: program and sync entries
-  std::int64_t exchange_code_bytes = 64;  ///< per working tile and step: exchange code
+  /// Every tile: stack, program skeleton, host exchange code. The per-tile bytes, gaps
+  /// excluded, of a near-empty program (3 additions, 4 compute sets) in the Poplar summary report
+  /// of Graphcore's TensorFlow guide: 5,355,604 bytes over a Mk1's 1,216 tiles, of which 3,168
+  /// per tile are stack (graphcore/tensorflow 11afbe6c,
+  /// tensorflow/compiler/plugin/poplar/docs/logging.rst, "Reading the Poplar textual summary report").
+  std::int64_t runtime_bytes = 4'404;
+  /// Every tile, per distinct op kind placed on the IPU: the instructions (4 bytes each, as
+  /// for `exchange_code_bytes`) of PopLibs' assembly convolution codelets, counted in
+  /// graphcore/poplibs 7eac0f26 lib/poplin/codelets/asm: ConvPartialnx1's supervisor and half
+  /// worker, 218 + 89, and
+  /// ConvPartial1x1Out's, 226 + 44: 2,308 bytes for a conv, whose two codelets are the largest
+  /// an op loads (pooling's, lib/popnn/codelets/asm/Pooling.S: 210 instructions, 840 bytes).
+  std::int64_t codelet_bytes = 2'308;
+  /// Per vertex; a working tile runs one per compute set of a step, as PopLibs creates one
+  /// supervisor vertex per tile for a convolution, with a worklist per worker
+  /// (lib/poplin/ConvVertices.cpp, 7eac0f26: `worklists(contextsPerVertex * numSubKernelPositions)`),
+  /// and one multi-vertex for an element-wise op. The state of ConvPartialnx1, the largest:
+  /// 50 bytes (lib/poplin/codelets/asm/conv_partial_nx1_supervisor.S, the DeltaNElements layout).
+  std::int64_t vertex_state_bytes = 50;
+  /// A conv's tile, per worker and kernel tap: one worklist entry of three 16-bit fields
+  /// (`AMPWorkListEntry` in lib/poplin/ConvVertices.cpp; `PARTITION_ELEM_BYTES` 2 in
+  /// lib/poplin/codelets/asm/conv_hzmac_common.h.S).
+  std::int64_t worklist_entry_bytes = 6;
+  /// Every tile, per step of its IPU: program and sync entries, 8 instructions of 4 bytes. No
+  /// source gives control code per compute set; the near-empty program above has 700 bytes
+  /// per tile for 4 compute sets and the program around them.
+  std::int64_t control_bytes = 32;
+  /// Per working tile and compute set: exchange code, 16 instructions of 4 bytes, as PopLibs'
+  /// planners charge exchange code (`exchangeCodeBytes`: 4 bytes per exchange instruction,
+  /// lib/popops/DynamicSlice.cpp, 7eac0f26).
+  std::int64_t exchange_code_bytes = 64;
 
   /// Equal when every cost is equal.
   constexpr bool operator==(const fixed_costs&) const = default;

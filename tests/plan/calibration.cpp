@@ -72,6 +72,21 @@ TEST_CASE("ResNet-50, f16 with half partials, batch 80, 64 I/O tiles, fits one M
       571'136);
 }
 
+TEST_CASE("EfficientNet-B0, f16 with half partials, batch 40, fits one Mk2", "[plan][calibration]") {
+  check_ran<ipu::models::efficientnet_b0<ipu::f16, 40>, ipu::mk2, half_partials>(272'012);
+}
+
+TEST_CASE("EfficientNet-B0, f16 with half partials, batch 11, fits one Mk1", "[plan][calibration]") {
+  check_ran<ipu::models::efficientnet_b0<ipu::f16, 11>, ipu::mk1, half_partials>(165'504);
+}
+
+TEST_CASE("ResNeXt-101 32x4d, f16, batch 6, proportion 0.3, ran on one Mk1 but does not fit the plan yet",
+          "[plan][calibration][gap]") {
+  // Three input channels and f32 partials, as Graphcore's PopART inference example runs it.
+  check_gap<ipu::models::resnext101_32x4d<ipu::f16, 6>, ipu::mk1, ipu::options{.available_memory_proportion = {3, 10}}>(
+      268'248);
+}
+
 TEST_CASE("ResNet-50, f16 with half partials, batch 8, ran on one Mk1 but does not fit the plan yet",
           "[plan][calibration][gap]") {
   check_gap<ipu::models::resnet50<ipu::f16, 8>, ipu::mk1, half_partials>(267'008);

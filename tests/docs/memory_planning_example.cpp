@@ -7,8 +7,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 namespace memory_planning {
 using model_t = ipu::models::resnext101_32x4d<ipu::f16, /*batch*/ 4, /*channels*/ 4>;
@@ -32,6 +34,13 @@ struct tiny {
 };
 
 constexpr ipu::options calibrated{.fixed = {.runtime_bytes = 12'000, .codelet_bytes = 3'000}};
+
+namespace nn = ipu::nn;
+constexpr ipu::input_stream grey = ipu::eight_bit_io({0.5}, {0.5});  // [0, 255] to [-1, 1]
+constexpr auto net = ipu::input<ipu::f16, 32, 28, 28, 1, grey> | nn::conv<32, 3> | nn::relu | nn::global_avg_pool | nn::dense<10>;
+using resnet = ipu::with_stream_t<ipu::models::resnet50<ipu::f16, 80>, ipu::imagenet_eight_bit>;
+static_assert(std::is_same_v<ipu::input_tensor_t<decltype(net)>::value_type, std::uint8_t>);
+static_assert(std::is_same_v<ipu::stream_type_t<resnet>, std::uint8_t> && ipu::fits_v<decltype(net), tiny>);
 }  // namespace
 
 TEST_CASE("docs/memory-planning.md: the examples compile and the report prints") {

@@ -36,13 +36,34 @@ constexpr auto grouped_net = ipu::input<T, 2, 12, 12, 8>
     | ipu::nn::conv<32, 3, 2, 8> | ipu::nn::batch_norm | ipu::nn::relu | ipu::nn::avg_pool<3, 1>
     | ipu::nn::global_avg_pool | ipu::nn::dense<10> | ipu::nn::softmax;
 
-/// A deterministic input with values in [-1, 1].
+/// A deterministic input with values in [-1, 1], or bytes in [0, 255] for an 8-bit stream.
 template <class G>
 ipu::input_tensor_t<G> random_input(std::uint64_t seed) {
   ipu::input_tensor_t<G> x;
   std::mt19937_64 rng(seed);
-  for (auto& v : x) v = static_cast<ipu::element_type_t<G>>(static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1.0);
+  for (auto& v : x) {
+    if constexpr (ipu::input_stream_v<G>.eight_bit) {
+      v = static_cast<std::uint8_t>(rng() >> 56);
+    } else {
+      v = static_cast<ipu::element_type_t<G>>(static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1.0);
+    }
+  }
   return x;
+}
+
+/// The values `G`'s input step holds for input `x`, in double: from an 8-bit stream,
+/// `(x / 255 - mean[c]) / stddev[c]` as `ipu::input_stream` defines it.
+template <class G>
+std::vector<double> input_values(const ipu::input_tensor_t<G>& x) {
+  constexpr ipu::input_stream s = ipu::input_stream_v<G>;
+  const std::size_t channels = static_cast<std::size_t>(ipu::input_shape_v<G>[3]);
+  std::vector<double> in(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = static_cast<double>(static_cast<float>(x[i]));
+    const std::size_t c = i % channels;
+    in[i] = s.eight_bit ? (v / 255.0 - s.mean[c].value()) / s.stddev[c].value() : v;
+  }
+  return in;
 }
 
 /// The reference output of `G` for input `x` and weights `w`, computed in double; `other`
@@ -50,8 +71,7 @@ ipu::input_tensor_t<G> random_input(std::uint64_t seed) {
 template <class G>
 std::vector<double> reference_output(const ipu::input_tensor_t<G>& x, const ipu::weights<G>& w,
                                      const ref::other_op& other = {}) {
-  std::vector<double> in(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) in[i] = static_cast<double>(static_cast<float>(x[i]));
+  const std::vector<double> in = input_values<G>(x);
   const auto to_double = [](std::span<const float> v) { return std::vector<double>(v.begin(), v.end()); };
   return ref::forward(ipu::node_table_v<G>, in, [&](int j) {
     const ipu::layer_weights& l = w.of_node(j);

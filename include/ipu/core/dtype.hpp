@@ -25,6 +25,11 @@ enum class dtype : std::uint8_t { f32, f16 };
 template <class T>
 concept ElementType = std::same_as<T, f32> || std::same_as<T, f16>;
 
+/// The types a host tensor holds: the element types, and `std::uint8_t`, the values of an
+/// 8-bit input stream (`ipu::input_stream`).
+template <class T>
+concept HostElement = ElementType<T> || std::same_as<T, std::uint8_t>;
+
 /// The tag of element type `T`.
 template <ElementType T>
 inline constexpr dtype dtype_of_v = std::same_as<T, f32> ? dtype::f32 : dtype::f16;

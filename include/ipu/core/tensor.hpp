@@ -21,9 +21,9 @@ namespace ipu {
 /// Owns its storage; copyable and movable (a moved-from tensor has no storage until a tensor
 /// or `assign`ed values replace it); zero-initialised.
 ///
-/// \tparam T     element type, `ipu::f32` or `ipu::f16`
+/// \tparam T     element type, `ipu::f32` or `ipu::f16`, or `std::uint8_t` (an 8-bit input stream's)
 /// \tparam Dims  extents, outermost first; at least one, each positive
-template <ElementType T, std::int64_t... Dims>
+template <HostElement T, std::int64_t... Dims>
   requires(sizeof...(Dims) > 0 && ((Dims > 0) && ...))
 class tensor {
  public:

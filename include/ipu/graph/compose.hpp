@@ -14,6 +14,8 @@
 #include <ipu/graph/layers.hpp>
 #include <ipu/graph/node.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <type_traits>
 
@@ -86,11 +88,21 @@ template <class... A, class... B> struct concat<nn::seq_t<A...>, nn::seq_t<B...>
 };
 }  // namespace detail
 
-/// The input of a graph: element type and NHWC extents.
-template <ElementType DType, int N, int H, int W, int C>
+/// The input of a graph: element type, NHWC extents, and how the host streams it.
+template <ElementType DType, int N, int H, int W, int C, input_stream Stream = input_stream{}>
   requires(N > 0 && H > 0 && W > 0 && C > 0)
 struct input_spec {
+  static_assert(!Stream.eight_bit || C <= input_stream::max_channels,
+                "ipu::input: an 8-bit stream normalises images of up to 4 channels");
+  static_assert(!Stream.eight_bit || [] {
+    for (int c = 0; c < C && c < input_stream::max_channels; ++c)
+      if (Stream.stddev[static_cast<std::size_t>(c)].millionths <= 0) return false;
+    return true;
+  }(), "ipu::input: an 8-bit stream's standard deviations must be positive");
   using element_type = DType;  ///< the graph's element type, `ipu::f32` or `ipu::f16`
+  /// What the host streams: `std::uint8_t` for an 8-bit stream, else the element type.
+  using stream_type = std::conditional_t<Stream.eight_bit, std::uint8_t, DType>;
+  static constexpr input_stream stream = Stream;  ///< how the host streams it
 };
 
 /// A graph: its input, then its blocks in order. Users get one from `ipu::input<...> | ...`
@@ -111,9 +123,12 @@ template <class In, class... B> inline constexpr bool is_graph<graph<In, B...>> 
 template <class T>
 concept Graph = detail::is_graph<std::remove_cvref_t<T>>;
 
-/// `ipu::input<DType, N, H, W, C>`: the empty graph whose input is an NHWC tensor.
-template <ElementType DType, int N, int H, int W, int C>
-inline constexpr graph<input_spec<DType, N, H, W, C>> input{};
+/// `ipu::input<DType, N, H, W, C>`: the empty graph whose input is an NHWC tensor of `DType`.
+/// `ipu::input<DType, N, H, W, C, Stream>` states how the host streams it: with
+/// `ipu::eight_bit_io(mean, stddev)` (or `ipu::imagenet_eight_bit`), as 8-bit unsigned values
+/// that the input step normalises on the IPU (see `ipu::input_stream`).
+template <ElementType DType, int N, int H, int W, int C, input_stream Stream = input_stream{}>
+inline constexpr graph<input_spec<DType, N, H, W, C, Stream>> input{};
 
 /// Sequences two blocks.
 template <Block A, Block B>

@@ -5,6 +5,7 @@
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/core/fixed_string.hpp>
+#include <ipu/core/scalar.hpp>
 #include <ipu/core/shape.hpp>
 
 #include <array>
@@ -28,6 +29,45 @@ struct op {
   friend constexpr bool operator==(op, op) noexcept = default;
 };
 
+/// How the host streams a graph's input to its IPU: in the graph's element type (the default),
+/// or as 8-bit unsigned values that the input step normalises on the IPU, per channel `c`, to
+/// `(x / 255 - mean[c]) / stddev[c]` (PopTorch's `eight_bit_io` with the normalisation on the
+/// IPU, as Graphcore's CNN examples run ResNet-50 and EfficientNet: `NormalizeInputModel`,
+/// graphcore/examples, vision/cnns/pytorch). The stream then carries a byte per value, and the
+/// IPU receives it into a buffer of a byte per value before converting it. The last argument
+/// of `ipu::input`; up to 4 channels.
+struct input_stream {
+  bool eight_bit = false;  ///< 8-bit unsigned values, normalised on the IPU
+  std::array<scalar, 4> mean{0.0, 0.0, 0.0, 0.0};    ///< per channel, as a fraction of 255
+  std::array<scalar, 4> stddev{1.0, 1.0, 1.0, 1.0};  ///< per channel, as a fraction of 255; positive
+
+  /// Most channels an 8-bit stream normalises (an image's: grey, RGB or RGBA).
+  static constexpr int max_channels = 4;
+  /// Bytes of one streamed value, for a graph of element type `graph`.
+  constexpr std::int64_t value_bytes(dtype graph) const noexcept { return eight_bit ? 1 : size_of(graph); }
+  /// Channel `c`'s factor: `1 / (255 * stddev[c])`, rounded to f32.
+  constexpr float scale(std::int64_t c) const noexcept {
+    return static_cast<float>(1.0 / (255.0 * stddev[static_cast<std::size_t>(c)].value()));
+  }
+  /// Channel `c`'s offset: `mean[c] / stddev[c]`, rounded to f32.
+  constexpr float shift(std::int64_t c) const noexcept {
+    return static_cast<float>(mean[static_cast<std::size_t>(c)].value() / stddev[static_cast<std::size_t>(c)].value());
+  }
+  /// Equal when every field is.
+  constexpr bool operator==(const input_stream&) const = default;
+};
+
+/// An 8-bit input stream normalised on the IPU with per-channel `mean` and `stddev` (fractions
+/// of 255; channels past the image's are not read).
+consteval input_stream eight_bit_io(std::array<scalar, 4> mean = {0.0, 0.0, 0.0, 0.0},
+                                    std::array<scalar, 4> stddev = {1.0, 1.0, 1.0, 1.0}) noexcept {
+  return {true, mean, stddev};
+}
+
+/// The 8-bit stream of an RGB ImageNet model: torchvision's mean and standard deviation, which
+/// Graphcore's examples normalise with on the IPU.
+inline constexpr input_stream imagenet_eight_bit = eight_bit_io({0.485, 0.456, 0.406, 0.0}, {0.229, 0.224, 0.225, 1.0});
+
 /// Hyper-parameters of a layer, as its type states them. Fields a layer does not use keep
 /// their defaults.
 struct layer_params {
@@ -40,6 +80,7 @@ struct layer_params {
   bool bias = false;  ///< a conv or dense layer adds a bias per output channel
   bool count_padding = false;  ///< average pooling divides by the whole window, padded cells included
   double alpha = 0;  ///< a real hyper-parameter: leaky ReLU's slope, dropout's rate
+  input_stream stream{};  ///< the graph input's: how the host streams it
 
   /// The cells a window spans along height and width (`dilated_extent`).
   constexpr hw extent() const noexcept { return dilated_extent(kernel, dilation); }

@@ -52,6 +52,27 @@ inline constexpr const std::array<node, node_count_v<G>>& node_table_v =
 template <Graph G>
 using element_type_t = typename detail::input_of<std::remove_cvref_t<G>>::type::element_type;
 
+/// How the host streams `G`'s input (`ipu::input_stream`).
+template <Graph G>
+inline constexpr input_stream input_stream_v = detail::input_of<std::remove_cvref_t<G>>::type::stream;
+
+/// What the host streams into `G`: its element type, or `std::uint8_t` for an 8-bit stream.
+template <Graph G>
+using stream_type_t = typename detail::input_of<std::remove_cvref_t<G>>::type::stream_type;
+
+namespace detail {
+template <class G, input_stream S> struct with_stream;
+template <ElementType D, int N, int H, int W, int C, input_stream Old, class... Bs, input_stream S>
+struct with_stream<graph<input_spec<D, N, H, W, C, Old>, Bs...>, S> {
+  using type = graph<input_spec<D, N, H, W, C, S>, Bs...>;
+};
+}  // namespace detail
+
+/// Graph `G` with its input streamed as `S` says: `ipu::with_stream_t<models::resnet50<f16, 80>,
+/// ipu::imagenet_eight_bit>` is ResNet-50 fed 8-bit images normalised on the IPU.
+template <Graph G, input_stream S>
+using with_stream_t = typename detail::with_stream<std::remove_cvref_t<G>, S>::type;
+
 /// The NHWC shape of `G`'s input.
 template <Graph G>
 inline constexpr std::array<std::int64_t, 4> input_shape_v = [] {

@@ -24,6 +24,7 @@
 /// as `op_type`).
 
 #include <ipu/core/fixed_string.hpp>
+#include <ipu/core/scalar.hpp>
 #include <ipu/core/shape.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/model.hpp>
@@ -336,19 +337,6 @@ consteval std::size_t device_index(std::string_view name) {
 }  // namespace ops
 
 namespace nn {
-
-/// A real hyper-parameter as a template argument (`nn::leaky_relu<0.2>`, `nn::dropout<0.1>`):
-/// C++20 takes class types as template arguments, and this one holds its value in millionths,
-/// so that compilers without floating-point template arguments (clang 16) take it too.
-struct scalar {
-  std::int64_t millionths = 0;  ///< the value times 10^6, rounded to the nearest integer
-
-  /// `v` to the nearest millionth.
-  consteval scalar(double v) noexcept  // NOLINT(google-explicit-constructor): written as a bare number
-      : millionths(static_cast<std::int64_t>(v * 1e6 + (v < 0 ? -0.5 : 0.5))) {}
-  /// The value, in double.
-  constexpr double value() const noexcept { return static_cast<double>(millionths) / 1e6; }
-};
 
 /// `nn::hw{rows, columns}`: a kernel, stride or dilation that differs between the axes
 /// (`nn::conv<128, nn::hw{1, 7}>`); see `ipu::hw`.

@@ -38,6 +38,7 @@ constexpr std::int64_t compute_cycles(const node& n, const node_plan& p, const c
       return div_up(units * p.step.reduce * p.step.block_channels, vector) + div_up(p.step.outputs * p.step.chunks, vector);
     case step_kind::gather: return div_up(units * p.step.reduce, vector);
     case step_kind::rows: return div_up(3 * units, vector);
+    case step_kind::stream: return div_up(units, vector);  // the input's conversion from bytes
     default: return n.input_count == 0 ? 0 : div_up(p.output.max_elements_per_tile(), vector);
   }
 }
@@ -59,11 +60,11 @@ constexpr step_cycles cycles_of(const node& n, const node_plan& p, const chip_sp
   if (p.step.kind == step_kind::reduce) {
     const reduce_exchange x = reduce_stages(p.step, p.work.units.max_elements_per_tile());
     c.exchange = exchange_cycles(x.stage1 + x.stage2, chip);
-  } else {
+  } else if (p.step.kind != step_kind::stream) {  // a stream comes from the host, whose transfers of the input are not timed
     c.exchange = exchange_cycles(p.transient_max.exchange * (p.step.kind == step_kind::conv ? p.step.phases_per_slice() : 1), chip);
   }
   // A compute and an exchange phase per serial slice and phase, each ended by an IPU-wide sync.
-  const std::int64_t phases = n.input_count == 0 ? 0 : p.step.phases();
+  const std::int64_t phases = n.input_count == 0 && p.step.kind == step_kind::none ? 0 : p.step.phases();
   c.sync = 2 * phases * opts.cycles.sync_cycles;
   if (p.sends && chip.link_bytes_per_s > 0)
     c.link = mul_div_up(n.out.elements() * size_of(n.type), chip.clock_hz, chip.link_bytes_per_s);

@@ -28,7 +28,8 @@
 /// window its outputs read (whole rows, halos included, gathered into one contiguous buffer the
 /// way the vertices read it); for conv and dense, the weights (and a dense layer's bias) of the
 /// channel blocks it computes; for batch norm, the scale and shift of the channels it holds;
-/// for an add whose operands are stored differently, its share of the shortcut; (b)
+/// for an add whose operands are stored differently, its share of the shortcut; for the input
+/// from an 8-bit stream, the streamed bytes of the elements it holds; (b)
 /// temporaries: the partial sums of the outputs it is computing, in the partials type. Both
 /// are upper bounds written as functions of the number of units the tile holds, so the fullest
 /// tile is the one with the most units.
@@ -69,6 +70,7 @@ enum class step_kind : std::uint8_t {
   gather,   ///< adaptive pooling: each output element receives `reduce` inputs
   rows,     ///< softmax: each output reads its whole row
   remap,    ///< a join whose inputs live elsewhere: the tile receives its share of `remapped` of them
+  stream,   ///< the input from an 8-bit stream: the tile receives its values, `element_bytes` each, before converting them
 };
 
 /// The shape of a step's work, enough to bound its transients on a tile from the number of
@@ -218,6 +220,7 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
       return {0, 2 * std::min(s.in_channels, touched) * s.element_bytes};
     }
     case step_kind::remap: return {0, s.remapped * units * s.block_channels * s.element_bytes};
+    case step_kind::stream: return {0, units * s.element_bytes};
     default: return {};
   }
 }

@@ -68,8 +68,8 @@ struct plan {
   /// IPU `i`, in bytes from the tile's dynamic base (`dynamic_base`); -1 where `i` never holds
   /// it. The offsets of a step's transients are its `node_plan::buffers`.
   std::array<std::array<std::int64_t, N>, static_cast<std::size_t>(Ipus)> activation_offset{};
-  /// `codelets[i]`: the ops with a step on IPU `i` (the input excepted), each of which puts
-  /// its codelets on every tile of it.
+  /// `codelets[i]`: the ops with a step on IPU `i` (the input only from an 8-bit stream), each
+  /// of which puts its codelets on every tile of it.
   std::array<int, static_cast<std::size_t>(Ipus)> codelets{};
   /// The memory plan of each IPU, indexed by IPU.
   std::array<ipu_memory, static_cast<std::size_t>(Ipus)> ipus{};
@@ -121,7 +121,7 @@ struct plan {
   /// kernel tap. The control entry every tile has is counted by `shared_code_on`.
   constexpr std::int64_t step_code_on(int j, int tile) const noexcept {
     const node_plan& p = plan_of(j);
-    if (at(j).kind == op_of<ops::input> || tile >= p.work.tiles()) return 0;
+    if ((at(j).kind == op_of<ops::input> && p.step.kind == step_kind::none) || tile >= p.work.tiles()) return 0;
     const fixed_costs& f = opts.fixed;
     const std::int64_t compute_sets = p.step.kind == step_kind::reduce ? 2 : 1;
     const std::int64_t worklists =
@@ -531,7 +531,8 @@ constexpr void plan_fusion(plan<N, Ipus>& p) {
 }
 
 /// The distinct ops that run on the tiles of IPU `ipu` (of every IPU when `ipu < 0`): those
-/// whose codelets the IPU loads. The input and host steps run none.
+/// whose codelets the IPU loads. Host steps run none, nor does the input unless it converts
+/// an 8-bit stream.
 template <std::size_t N>
 struct tile_ops {
   std::array<op, N> kinds{};  ///< in the order of their first node
@@ -545,7 +546,7 @@ constexpr tile_ops<N> ops_on_tiles(const std::array<node, N>& table, int ipu) no
   for (std::size_t j = 0; j < N; ++j) {
     const node& n = table[j];
     result.of[j] = -1;
-    if ((ipu >= 0 && n.ipu != ipu) || n.on_host() || n.kind == op_of<ops::input>) continue;
+    if ((ipu >= 0 && n.ipu != ipu) || n.on_host() || (n.kind == op_of<ops::input> && !n.layer.stream.eight_bit)) continue;
     int k = 0;
     while (k < result.count && !(result.kinds[static_cast<std::size_t>(k)] == n.kind)) ++k;
     if (k == result.count) result.kinds[static_cast<std::size_t>(result.count++)] = n.kind;
@@ -662,9 +663,9 @@ constexpr int first_overfull_ipu(const plan<N, Ipus>& p) noexcept {
 /// Graph `G` with batch size `N`.
 template <class G, int N>
 struct with_batch;
-template <ElementType D, int B, int H, int W, int C, class... Bs, int N>
-struct with_batch<graph<input_spec<D, B, H, W, C>, Bs...>, N> {
-  using type = graph<input_spec<D, N, H, W, C>, Bs...>;
+template <ElementType D, int B, int H, int W, int C, input_stream S, class... Bs, int N>
+struct with_batch<graph<input_spec<D, B, H, W, C, S>, Bs...>, N> {
+  using type = graph<input_spec<D, N, H, W, C, S>, Bs...>;
 };
 
 /// What holds for graph `G` on `Target` at batch size 1, which its out-of-memory error

@@ -130,6 +130,7 @@ class engine {
  public:
   using graph_type = std::remove_cvref_t<G>;                                      ///< `G`
   using element_type = element_type_t<G>;                                         ///< `f32` or `f16`
+  using stream_type = stream_type_t<G>;  ///< what the input stream carries: `element_type`, or `std::uint8_t`
   using partial_type = std::conditional_t<Opts.partials == dtype::f16, f16, f32>;  ///< sums' type
   using input_type = input_tensor_t<G>;                                           ///< one batch in
   using output_type = output_tensor_t<G>;                                         ///< one batch out
@@ -157,7 +158,7 @@ class engine {
   void infer(const input_type& x, output_type& y) { run(x.data(), y.data()); }
   /// Runs one batch from raw values; throws `std::invalid_argument` unless `x` and `y` have
   /// exactly the input's and output's number of elements.
-  void infer(std::span<const element_type> x, std::span<element_type> y) {
+  void infer(std::span<const stream_type> x, std::span<element_type> y) {
     check_size("input", x.size(), input_type::size(), input_type::shape_string());
     check_size("output", y.size(), output_type::size(), output_type::shape_string());
     run(x.data(), y.data());
@@ -245,7 +246,7 @@ class engine {
                                   " elements, the graph's " + what + " " + shape + " has " + std::to_string(expected));
   }
 
-  void run(const element_type* x, element_type* y) {
+  void run(const stream_type* x, element_type* y) {
     if (x == nullptr || y == nullptr)  // a moved-from tensor has no storage
       throw std::invalid_argument(std::string("ipu::engine: the ") + (x == nullptr ? "input" : "output") +
                                   " tensor has no storage (was it moved from?)");

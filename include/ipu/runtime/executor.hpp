@@ -76,11 +76,12 @@ class executor {
   /// The program it runs.
   const program& prog() const noexcept { return *prog_; }
 
-  /// Runs one batch: `input` holds the graph's input, `output` receives its output (both in
-  /// logical NHWC or NC order). `step_seconds[j]` receives the host time of node `j`'s step.
+  /// Runs one batch: `input` holds the graph's input as its stream carries it (`T`, or
+  /// `std::uint8_t` for an 8-bit stream, `input_stream`), `output` receives its output (both
+  /// in logical NHWC or NC order). `step_seconds[j]` receives the host time of node `j`'s step.
   /// With `check_finite`, throws `non_finite_error` after the first step whose output holds
   /// a NaN or an infinity (the input step's included).
-  void run(const T* input, T* output, std::vector<double>& step_seconds) {
+  void run(const void* input, T* output, std::vector<double>& step_seconds) {
     step_seconds.assign(static_cast<std::size_t>(prog_->size()), 0.0);
     if (faithful_) {
       run_steps(*faithful_, input, output, step_seconds);
@@ -116,7 +117,7 @@ class executor {
   }
 
   template <class Mode>
-  void run_steps(Mode& m, const T* input, T* output, std::vector<double>& step_seconds) {
+  void run_steps(Mode& m, const void* input, T* output, std::vector<double>& step_seconds) {
     m.begin(input);
     for (const plan_step& s : prog_->steps) {
       const auto start = std::chrono::steady_clock::now();

@@ -110,8 +110,9 @@ class tile_context : public step_context<T, Acc> {
     std::memcpy(dst, e_.template own<float>(ipu_, src, ts.temporaries + from * static_cast<std::int64_t>(sizeof(float)), count),
                 static_cast<std::size_t>(count) * sizeof(float));
   }
-  /// The batch the input step copies, in logical order.
-  const T* batch() const noexcept { return e_.input_; }
+  /// The batch the input step reads, in logical order, as the input stream carries it
+  /// (`ops::input`).
+  const void* batch() const noexcept { return e_.input_; }
 
  private:
   tile_context(const faithful_executor<T, Acc>& e, int j, int t, std::int64_t s, std::pair<std::int64_t, std::int64_t> out)
@@ -148,7 +149,7 @@ class faithful_executor {
 
   /// Sets the batch the input step reads, with only the always-live buffers in place (also
   /// after a batch that failed part way).
-  void begin(const T* input) {
+  void begin(const void* input) {
     input_ = input;
     if (host_) host_->begin(input);
     for (device& d : devices_) {
@@ -539,7 +540,7 @@ class faithful_executor {
   std::vector<op_kernel<T, Acc>> kernels_;  // per node
   std::unique_ptr<fast_executor<T, Acc>> host_;  // the host steps', if the program has any
   int tiles_;
-  const T* input_ = nullptr;
+  const void* input_ = nullptr;  // the batch, as the input stream carries it
   std::vector<device> devices_;
   std::vector<std::vector<placement>> placed_;       // [ipu][node]
   std::vector<std::vector<std::vector<int>>> dies_;  // [ipu][step]: outputs whose last reader there it is

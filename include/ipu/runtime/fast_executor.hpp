@@ -48,8 +48,8 @@ class fast_context : public step_context<T, Acc> {
   T* output() const { return host(index); }
   /// The output of the step's input `k` (0: the main input).
   const T* input(int k = 0) const { return host(n.inputs[static_cast<std::size_t>(k)]); }
-  /// The batch the input step copies.
-  const T* batch() const noexcept { return e_.input_; }
+  /// The batch the input step reads, as the input stream carries it (`ops::input`).
+  const void* batch() const noexcept { return e_.input_; }
   /// What the op's kernel `prepare`d for node `k` (default: this step's node), as `P`.
   template <class P>
   const P& params(int k = -1) const {
@@ -98,7 +98,7 @@ class fast_executor {
   }
 
   /// Sets the batch the input step reads.
-  void begin(const T* input) noexcept { input_ = input; }
+  void begin(const void* input) noexcept { input_ = input; }
 
   /// Runs step `j` over whole host tensors: its op's `fast` kernel, unless a convolution's
   /// epilogue computes it.
@@ -204,7 +204,7 @@ class fast_executor {
   team& team_;
   std::vector<op_kernel<T, Acc>> kernels_;  // per node
   bool host_steps_only_ = false;
-  const T* input_ = nullptr;
+  const void* input_ = nullptr;  // the batch, as the input stream carries it
   std::vector<std::any> params_;  // per node: what its kernel prepared
   std::vector<int> slot_;  // per node: the host buffer its output is written to
   std::vector<std::vector<T>> host_;

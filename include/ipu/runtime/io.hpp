@@ -20,9 +20,10 @@ struct tensor_of<T, Shape, std::index_sequence<I...>> {
 };
 }  // namespace detail
 
-/// The host tensor `G` takes: its element type, NHWC extents.
+/// The host tensor `G` takes: what its input stream carries (its element type, or
+/// `std::uint8_t` for an 8-bit stream), NHWC extents.
 template <Graph G>
-using input_tensor_t = typename detail::tensor_of<element_type_t<G>, input_shape_v<G>>::type;
+using input_tensor_t = typename detail::tensor_of<stream_type_t<G>, input_shape_v<G>>::type;
 
 /// The host tensor `G` produces: NHWC, or NC after a global pooling.
 template <Graph G>

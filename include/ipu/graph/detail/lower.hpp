@@ -103,8 +103,9 @@ struct builder {
     return size++;
   }
 
-  constexpr void push_input(dtype type, shape s) {
+  constexpr void push_input(dtype type, shape s, const input_stream& stream) {
     node n;
+    n.layer.stream = stream;
     n.kind = op_of<ops::input>;
     n.path = path_string("input");
     n.in = n.out = s;
@@ -365,12 +366,12 @@ void for_each_op(F&& f) {
 }
 
 template <class G> struct lowering;
-template <class DType, int N, int H, int W, int C, class... Bs>
-struct lowering<graph<input_spec<DType, N, H, W, C>, Bs...>> {
+template <class DType, int N, int H, int W, int C, input_stream Stream, class... Bs>
+struct lowering<graph<input_spec<DType, N, H, W, C, Stream>, Bs...>> {
   static constexpr std::size_t size = static_cast<std::size_t>(1 + node_count<nn::seq_t<Bs...>>);
   static consteval lowered_graph<size> run() {
     builder<size> b;
-    b.push_input(dtype_of_v<DType>, nhwc(N, H, W, C));
+    b.push_input(dtype_of_v<DType>, nhwc(N, H, W, C), Stream);
     name_scope root;
     emit<nn::seq_t<Bs...>>::apply(b, root);
     check_unique_paths(b);

@@ -37,12 +37,14 @@ struct op {
 /// IPU receives it into a buffer of a byte per value before converting it. The last argument
 /// of `ipu::input`; up to 4 channels.
 struct input_stream {
-  bool eight_bit = false;  ///< 8-bit unsigned values, normalised on the IPU
-  std::array<scalar, 4> mean{0.0, 0.0, 0.0, 0.0};    ///< per channel, as a fraction of 255
-  std::array<scalar, 4> stddev{1.0, 1.0, 1.0, 1.0};  ///< per channel, as a fraction of 255; positive
-
   /// Most channels an 8-bit stream normalises (an image's: grey, RGB or RGBA).
   static constexpr int max_channels = 4;
+
+  bool eight_bit = false;  ///< 8-bit unsigned values, normalised on the IPU
+  /// Per channel, on the scale of `x / 255` (ImageNet's red: 0.485).
+  std::array<scalar, max_channels> mean{0.0, 0.0, 0.0, 0.0};
+  /// Per channel, on the scale of `x / 255` (ImageNet's red: 0.229); positive.
+  std::array<scalar, max_channels> stddev{1.0, 1.0, 1.0, 1.0};
   /// Bytes of one streamed value, for a graph of element type `graph`.
   constexpr std::int64_t value_bytes(dtype graph) const noexcept { return eight_bit ? 1 : size_of(graph); }
   /// Channel `c`'s factor: `1 / (255 * stddev[c])`, rounded to f32.
@@ -57,10 +59,10 @@ struct input_stream {
   constexpr bool operator==(const input_stream&) const = default;
 };
 
-/// An 8-bit input stream normalised on the IPU with per-channel `mean` and `stddev` (fractions
-/// of 255; channels past the image's are not read).
-consteval input_stream eight_bit_io(std::array<scalar, 4> mean = {0.0, 0.0, 0.0, 0.0},
-                                    std::array<scalar, 4> stddev = {1.0, 1.0, 1.0, 1.0}) noexcept {
+/// An 8-bit input stream normalised on the IPU with per-channel `mean` and `stddev` (on the
+/// scale of `x / 255`; entries past the image's channels are not read).
+consteval input_stream eight_bit_io(std::array<scalar, input_stream::max_channels> mean = {0.0, 0.0, 0.0, 0.0},
+                                    std::array<scalar, input_stream::max_channels> stddev = {1.0, 1.0, 1.0, 1.0}) noexcept {
   return {true, mean, stddev};
 }
 

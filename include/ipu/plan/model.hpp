@@ -117,6 +117,9 @@ struct step_model {
   constexpr std::int64_t phases() const noexcept {
     return kind == step_kind::conv ? serial * phases_per_slice() : kind == step_kind::reduce ? 2 : 1;
   }
+  /// Compute sets a working tile runs: the two stages of a reduction, else one (a conv's
+  /// serial phases repeat one compute set).
+  constexpr std::int64_t compute_sets() const noexcept { return kind == step_kind::reduce ? 2 : 1; }
   /// Input channels one phase reads: `in_channels / in_parts`.
   constexpr std::int64_t phase_channels() const noexcept { return in_channels / in_parts; }
   /// Kernel taps one phase applies: `kernel_taps / taps`.

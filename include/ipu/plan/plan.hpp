@@ -123,10 +123,9 @@ struct plan {
     const node_plan& p = plan_of(j);
     if ((at(j).kind == op_of<ops::input> && p.step.kind == step_kind::none) || tile >= p.work.tiles()) return 0;
     const fixed_costs& f = opts.fixed;
-    const std::int64_t compute_sets = p.step.kind == step_kind::reduce ? 2 : 1;
     const std::int64_t worklists =
         p.step.kind == step_kind::conv ? chip.workers * p.step.kernel_taps * f.worklist_entry_bytes : 0;
-    return compute_sets * (f.vertex_state_bytes + f.exchange_code_bytes) + worklists;
+    return p.step.compute_sets() * (f.vertex_state_bytes + f.exchange_code_bytes) + worklists;
   }
   /// Transients and send buffer of step `j` on `tile` of its IPU.
   constexpr memory_bytes step_transients_on(int j, int tile) const noexcept {

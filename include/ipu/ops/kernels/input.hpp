@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <type_traits>
 
 namespace ipu::ops {
 
@@ -26,7 +25,7 @@ struct input::kernel : kernel_base {
   /// From an 8-bit stream: the tile's bytes of the batch, into its exchange buffer.
   template <class Ctx>
   static void exchange(const Ctx& c) {
-    if (!c.n.layer.stream.eight_bit || c.last == c.first) return;
+    if (!c.n.layer.stream.eight_bit) return;
     std::copy_n(static_cast<const std::uint8_t*>(c.batch()) + c.first, c.last - c.first,
                 c.template exchange_buffer<std::uint8_t>(0, c.last - c.first));
   }
@@ -34,7 +33,6 @@ struct input::kernel : kernel_base {
   template <class Ctx>
   static void compute(const Ctx& c) {
     if (c.n.layer.stream.eight_bit) {
-      if (c.last == c.first) return;
       normalise(c.n.layer.stream, c.n.out.channels(), c.template exchange_buffer<std::uint8_t>(0, c.last - c.first),
                 c.first, c.last, c.output());
     } else {

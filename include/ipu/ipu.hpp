@@ -33,6 +33,10 @@
 #include <ipu/runtime/profile.hpp>
 #include <ipu/runtime/weights.hpp>
 
+#include <ipu/train/options.hpp>
+#include <ipu/train/optimizer.hpp>
+#include <ipu/train/trainer.hpp>
+
 #include <ipu/report/memory_report.hpp>
 #include <ipu/report/summary.hpp>
 

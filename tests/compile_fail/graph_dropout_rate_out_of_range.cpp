@@ -1,6 +1,6 @@
 // A dropout rate must be in [0, 1): a rate of 1 would drop every value.
 // expect: dropout_t
-// expect: 1000000
+// expect: scalar{1, 0}
 #include <ipu/ipu.hpp>
 namespace nn = ipu::nn;
 #ifdef IPU_COMPILE_FAIL_OK

@@ -39,7 +39,7 @@ static_assert(std::is_same_v<ipu::stream_type_t<plain_f16>, ipu::f16>);
 static_assert(ipu::node_table_v<rgb_f16>[0].type == ipu::dtype::f16);
 static_assert(ipu::node_table_v<rgb_f16>[0].layer.stream == ipu::imagenet_eight_bit);
 static_assert(!ipu::node_table_v<plain_f16>[0].layer.stream.eight_bit);
-static_assert(ipu::input_stream_v<grey_t>.mean[0].millionths == 500'000 && ipu::input_stream_v<grey_t>.stddev[0].value() == 0.5);
+static_assert(ipu::input_stream_v<grey_t>.mean[0].value() == 0.5 && ipu::input_stream_v<grey_t>.stddev[0].value() == 0.5);
 
 }  // namespace
 

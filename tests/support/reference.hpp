@@ -167,6 +167,23 @@ inline tensor batch_norm(const tensor& x, int c, const tensor& scale, const tens
   return y;
 }
 
+/// Training batch norm over the last axis (c channels): normalised with the batch's mean and
+/// biased variance over every other axis, y = (x - mean) / sqrt(variance + eps) * scale + shift.
+inline tensor batch_norm_training(const tensor& x, int c, const tensor& scale, const tensor& shift, double eps = 1e-5) {
+  const std::size_t channels = detail::sz(c), m = x.size() / channels;
+  tensor mean(channels), variance(channels), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) mean[i % channels] += x[i] / static_cast<double>(m);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double d = x[i] - mean[i % channels];
+    variance[i % channels] += d * d / static_cast<double>(m);
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t ch = i % channels;
+    y[i] = (x[i] - mean[ch]) / std::sqrt(variance[ch] + eps) * scale[ch] + shift[ch];
+  }
+  return y;
+}
+
 /// The element-wise activation named `op` (as `ipu::name_of` names its op) at `v`, from its
 /// published definition; NaN for a name that is not one.
 inline double activation(std::string_view op, double v) {
@@ -356,12 +373,14 @@ using other_op = std::function<tensor(const ipu::node& n, const std::vector<cons
 
 /// Runs a node table (e.g. `ipu::node_table_v<G>`) on `input`, node by node, in `double`.
 /// `params_of(i)` gives node i's parameters (called for conv, batch_norm and dense nodes);
-/// `other` computes the nodes of ops not in the library. Every node's output is kept; the last
+/// `other` computes the nodes of ops not in the library; with `training`, batch norms
+/// normalise with the batch's statistics (`batch_norm_training`). Every node's output is kept; the last
 /// node's is returned. Throws std::invalid_argument if a tensor's size disagrees with the
 /// table, or for an op it has no reference for.
 template <std::size_t N>
 tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
-               const std::function<params(int node_index)>& params_of, const other_op& other = {}) {
+               const std::function<params(int node_index)>& params_of, const other_op& other = {},
+               bool training = false) {
   static_assert(N > 0, "empty node table");
   std::vector<tensor> out(N);
   for (std::size_t i = 0; i < N; ++i) {
@@ -386,7 +405,8 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
       out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), p.kernel, win, l.filters, l.groups, pad, p.bias);
     } else if (is(ops::batch_norm{})) {
       const params p = params_of(self);
-      out[i] = batch_norm(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift, p.mean, p.variance);
+      out[i] = training ? batch_norm_training(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift)
+                        : batch_norm(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift, p.mean, p.variance);
     } else if (is(ops::relu{})) {
       out[i] = relu(src(nd.input()));
     } else if (is(ops::max_pool{})) {

@@ -41,10 +41,10 @@ struct repeat_t {};
 /// `Body` with its node paths prefixed by `Name.`.
 template <fixed_string Name, class Body>
 struct scope_t {};
-/// Dropout with rate `Rate`, in `[0, 1)` to a millionth: at inference the identity, so it
+/// Dropout with rate `Rate`, in `[0, 1)`: at inference the identity, so it
 /// lowers to no node, as TensorFlow's inference graph has none (`nn::dropout<0.2>`).
 template <scalar Rate>
-  requires(Rate.millionths >= 0 && Rate.millionths < 1'000'000)
+  requires(Rate.value() >= 0 && Rate.value() < 1)
 struct dropout_t {
   static constexpr double rate = Rate.value();  ///< the fraction of values training drops
 };
@@ -96,7 +96,7 @@ struct input_spec {
                 "ipu::input: an 8-bit stream normalises images of up to 4 channels");
   static_assert(!Stream.eight_bit || [] {
     for (int c = 0; c < C && c < input_stream::max_channels; ++c)
-      if (Stream.stddev[static_cast<std::size_t>(c)].millionths <= 0) return false;
+      if (Stream.stddev[static_cast<std::size_t>(c)].significand <= 0) return false;
     return true;
   }(), "ipu::input: an 8-bit stream's standard deviations must be positive");
   using element_type = DType;  ///< the graph's element type, `ipu::f32` or `ipu::f16`

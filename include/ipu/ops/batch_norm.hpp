@@ -1,8 +1,10 @@
 #pragma once
 /// \file
-/// `ops::batch_norm`: inference batch normalisation over the channel axis. Users set `scale`,
-/// `shift`, `mean` and `variance`; the device holds them folded into a per-channel scale and
-/// shift (`ops::batch_norm::fold`), applied where the input lives (`kernels::affine`).
+/// `ops::batch_norm`: batch normalisation over the channel axis. Users set `scale`, `shift`,
+/// `mean` and `variance`; for inference the device holds them folded into a per-channel scale
+/// and shift (`ops::batch_norm::fold`), applied where the input lives (`kernels::affine`). In
+/// training it normalises with the batch's statistics and updates `mean` and `variance` as
+/// running averages (`batch_norm_momentum`).
 
 #include <ipu/ops/op.hpp>
 
@@ -14,6 +16,12 @@ namespace ipu {
 
 /// Batch-norm epsilon, as in the seed's `tf.nn.batch_normalization(..., epsilon=1e-5)`.
 inline constexpr double batch_norm_epsilon = 1e-5;
+/// Training: the weight of the running statistics in their update, `running = momentum *
+/// running + (1 - momentum) * batch`, as in the seed's `tf.layers.batch_normalization(...,
+/// momentum=0.997)`. The batch variance enters with Bessel's correction, `n / (n - 1)` for `n`
+/// values per channel, as TensorFlow's fused batch norm does (`rest_size_adjust`,
+/// tensorflow/core/kernels/fused_batch_norm_op.cc).
+inline constexpr double batch_norm_momentum = 0.997;
 
 namespace ops {
 
@@ -53,7 +61,7 @@ struct batch_norm : op_base {
     constexpr initializer near_one{initializer::kind::uniform, 0.75, 1.25};
     constexpr initializer near_zero{initializer::kind::uniform, -0.1, 0.1};
     return {{tensor_spec{"scale", 1, {c}, 1, near_one}, tensor_spec{"shift", 1, {c}, 0, near_zero},
-             tensor_spec{"mean", 1, {c}, 0, near_zero}, tensor_spec{"variance", 1, {c}, 1, near_one}},
+             tensor_spec{"mean", 1, {c}, 0, near_zero, false}, tensor_spec{"variance", 1, {c}, 1, near_one, false}},
             4};
   }
   /// A variance must keep `variance + epsilon` positive, or the fold divides by zero.

@@ -17,6 +17,10 @@ struct gelu : op_base {
   static constexpr std::string_view name = "gelu";  ///< as `nn::gelu` names it
   /// The function, in f32.
   static float f(float x) noexcept { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+  /// The derivative at `x`: `Phi(x) + x phi(x)`, the normal distribution and density.
+  static float df(float x) noexcept {
+    return 0.5f * (1.0f + std::erf(x * 0.70710678118654752f)) + x * 0.39894228040143268f * std::exp(-0.5f * x * x);
+  }
   using kernel = unary_kernel<gelu>;  ///< its kernel
 };
 

@@ -18,6 +18,11 @@ struct gelu_tanh : op_base {
   static constexpr std::string_view name = "gelu_tanh";  ///< as `nn::gelu_tanh` names it
   /// The function, in f32.
   static float f(float x) noexcept { return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x))); }
+  /// The derivative at `x`: `(1 + t) / 2 + x (1 - t^2) u'(x) / 2`, `t = tanh(u(x))`.
+  static float df(float x) noexcept {
+    const float t = std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * x * x);
+  }
   using kernel = unary_kernel<gelu_tanh>;  ///< its kernel
 };
 

@@ -18,6 +18,8 @@ struct hard_sigmoid : op_base {
   static constexpr std::string_view name = "hard_sigmoid";  ///< as `nn::hard_sigmoid` names it
   /// The function, in f32.
   static float f(float x) noexcept { return std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+  /// The derivative at `x`: 1/6 inside `(-3, 3)`, else 0.
+  static float df(float x) noexcept { return x > -3.0f && x < 3.0f ? 1.0f / 6.0f : 0.0f; }
   using kernel = unary_kernel<hard_sigmoid>;  ///< its kernel
 };
 

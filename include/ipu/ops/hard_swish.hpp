@@ -17,6 +17,8 @@ struct hard_swish : op_base {
   static constexpr std::string_view name = "hard_swish";  ///< as `nn::hard_swish` names it
   /// The function, in f32.
   static float f(float x) noexcept { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+  /// The derivative at `x`: 0 up to -3, `(2x + 3) / 6` inside `(-3, 3)`, 1 from 3.
+  static float df(float x) noexcept { return x <= -3.0f ? 0.0f : x >= 3.0f ? 1.0f : (2.0f * x + 3.0f) / 6.0f; }
   using kernel = unary_kernel<hard_swish>;  ///< its kernel
 };
 

@@ -19,6 +19,8 @@ struct leaky_relu : op_base {
   static constexpr std::string_view name = "leaky_relu";  ///< as `nn::leaky_relu` names it
   /// The function, in f32.
   static float f(float x, const layer_params& p) noexcept { return x < 0 ? static_cast<float>(p.alpha) * x : x; }
+  /// The derivative at `x`: the slope below 0, else 1.
+  static float df(float x, const layer_params& p) noexcept { return x < 0 ? static_cast<float>(p.alpha) : 1.0f; }
   using kernel = unary_kernel<leaky_relu>;  ///< its kernel
   /// The slope: ` 0.2`.
   static void describe(std::ostream& os, const layer_params& p) { os << ' ' << p.alpha; }
@@ -28,7 +30,7 @@ struct leaky_relu : op_base {
 
 namespace ipu::nn {
 
-/// Leaky ReLU with slope `Alpha` for negative inputs, to a millionth (`nn::scalar`).
+/// Leaky ReLU with slope `Alpha` for negative inputs (`nn::scalar`).
 ///
 /// \tparam Alpha  the slope; PyTorch's default is 0.01, Keras' `LeakyReLU` 0.3 and
 ///                `tf.nn.leaky_relu` 0.2, so the graph states it

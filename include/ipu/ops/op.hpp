@@ -15,7 +15,7 @@
 /// | `describe(os, params)` | the summary's column, after the name (`3x3/2 g32`) | `ipu::summary` |
 /// | `kernel` | the struct that computes it on the host, declared here and defined in `ipu/ops/kernels/<op>.hpp` | the executors (`ops/kernels/kernel.hpp`) |
 /// | `epilogue_head`, `epilogue_order` | fast mode's fusion: a conv-like step, and the steps its epilogue absorbs | the plan (`node_plan::fused_into`) |
-/// | `backward` | reserved: the gradient step, with training | |
+/// | `kernel::forward_training`, `kernel::backward` | training: the forward pass where it differs from inference (batch norm's batch statistics), and the gradients of the inputs and weights | `ipu::trainer` (`runtime/training_pass.hpp`) |
 ///
 /// `ops::info_of<Op>` gathers these into an `op_info` of function pointers, and a node's `op`
 /// points to it: every stage reaches an op's facts through its node, with no list of ops and
@@ -32,6 +32,7 @@
 #include <ipu/target/chip.hpp>
 #include <ipu/target/options.hpp>
 
+#include <algorithm>
 #include <any>
 #include <array>
 #include <cstddef>
@@ -105,6 +106,9 @@ struct tensor_spec {
   std::array<std::int64_t, 4> dim{};    ///< extents, outermost first
   float initial = 0;                    ///< every value of a fresh `ipu::weights<G>`
   initializer random{};                 ///< how `ipu::weights<G>::random` draws the values
+  /// Whether training changes it by its gradient (a batch norm's running statistics are
+  /// updated by the forward pass instead).
+  bool trainable = true;
 
   /// Number of values: the product of the extents.
   constexpr std::int64_t elements() const noexcept {
@@ -320,6 +324,16 @@ struct kernel_base {
   template <class Ctx>
   static void exchange(const Ctx&) {}
 };
+
+/// Elements a training kernel's element-wise work item covers (`parallel_chunks`).
+inline constexpr std::int64_t training_chunk = 4096;
+
+/// Runs `work(begin, end)` over `[0, count)` in chunks of `chunk` elements spread over the
+/// threads of context `c`: the chunks depend on `count` only, never on the threads.
+template <class Ctx, class F>
+void parallel_chunks(const Ctx& c, std::int64_t count, F&& work, std::int64_t chunk = training_chunk) {
+  c.parallel((count + chunk - 1) / chunk, [&](std::int64_t k) { work(k * chunk, std::min(count, (k + 1) * chunk)); });
+}
 
 /// Called only when a name is not found: the compile error names it.
 inline void the_op_has_no_device_tensor_of_this_name() {}

@@ -10,6 +10,8 @@ namespace ipu::ops {
 struct relu : op_base {
   static constexpr std::string_view name = "relu";  ///< as `nn::relu` names it
   static constexpr int epilogue_order = 3;  ///< last in a convolution's epilogue
+  /// The derivative at `x`: 1 where `x` is positive, else 0.
+  static float df(float x) noexcept { return x > 0.0f ? 1.0f : 0.0f; }
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/relu.hpp`
 };
 

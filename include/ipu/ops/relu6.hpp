@@ -17,6 +17,8 @@ struct relu6 : op_base {
   static constexpr std::string_view name = "relu6";  ///< as `nn::relu6` names it
   /// The function, in f32.
   static float f(float x) noexcept { return std::min(std::max(x, 0.0f), 6.0f); }
+  /// The derivative at `x`: 1 inside `(0, 6)`, else 0.
+  static float df(float x) noexcept { return x > 0.0f && x < 6.0f ? 1.0f : 0.0f; }
   using kernel = unary_kernel<relu6>;  ///< its kernel
 };
 

@@ -18,6 +18,11 @@ struct sigmoid : op_base {
   static constexpr std::string_view name = "sigmoid";  ///< as `nn::sigmoid` names it
   /// The function, in f32.
   static float f(float x) noexcept { return 1.0f / (1.0f + std::exp(-x)); }
+  /// The derivative at `x`: `s (1 - s)`, `s` the sigmoid of `x`.
+  static float df(float x) noexcept {
+    const float s = f(x);
+    return s * (1.0f - s);
+  }
   using kernel = unary_kernel<sigmoid>;  ///< its kernel
 };
 

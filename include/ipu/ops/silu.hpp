@@ -17,6 +17,11 @@ struct silu : op_base {
   static constexpr std::string_view name = "silu";  ///< as `nn::silu` names it
   /// The function, in f32.
   static float f(float x) noexcept { return x / (1.0f + std::exp(-x)); }
+  /// The derivative at `x`: `s (1 + x (1 - s))`, `s` the sigmoid of `x`.
+  static float df(float x) noexcept {
+    const float s = 1.0f / (1.0f + std::exp(-x));
+    return s * (1.0f + x * (1.0f - s));
+  }
   using kernel = unary_kernel<silu>;  ///< its kernel
 };
 

@@ -17,6 +17,11 @@ struct tanh : op_base {
   static constexpr std::string_view name = "tanh";  ///< as `nn::tanh` names it
   /// The function, in f32.
   static float f(float x) noexcept { return std::tanh(x); }
+  /// The derivative at `x`: `1 - tanh(x)^2`.
+  static float df(float x) noexcept {
+    const float t = std::tanh(x);
+    return 1.0f - t * t;
+  }
   using kernel = unary_kernel<tanh>;  ///< its kernel
 };
 

@@ -37,6 +37,25 @@ struct unary_kernel : kernel_base {
     c.parallel_ranges(c.n.out.elements(),
                       [&](std::int64_t e0, std::int64_t e1) { apply(x + e0, y + e0, e1 - e0, c.n.layer); });
   }
+  /// `Op::df` at `x`, with the node's hyper-parameters `p` if it takes them.
+  static float df(float x, const layer_params& p) noexcept {
+    if constexpr (requires { Op::df(x, p); }) {
+      return Op::df(x, p);
+    } else {
+      return Op::df(x);
+    }
+  }
+  /// Training: `dx += dy * df(x)`, the derivative at the forward input.
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    parallel_chunks(c, c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; ++e) dx[e] += dy[e] * df(static_cast<float>(x[e]), c.n.layer);
+    });
+  }
   /// The tile's elements, read where the input lives (mapped as the output).
   template <class Ctx>
   static void compute(const Ctx& c) {

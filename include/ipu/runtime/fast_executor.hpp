@@ -89,16 +89,31 @@ class fast_executor {
   /// Lays out `params` (one entry per node) for `prog`, run on `threads` by `kernels` (one
   /// per node); `prog` and `threads` must outlive the executor. With `host_steps_only`, only
   /// for the steps of `ipu::on_host` blocks: the faithful mode runs those with it, and gives
-  /// it what they read (`tensor`).
+  /// it what they read (`tensor`). With `keep_outputs`, every output keeps its own buffer to
+  /// the end of the batch, as training's backward pass reads them (`training_pass`).
   fast_executor(const program& prog, const parameter_set& params, std::vector<op_kernel<T, Acc>> kernels, team& threads,
-                bool host_steps_only = false)
-      : prog_(prog), team_(threads), kernels_(std::move(kernels)), host_steps_only_(host_steps_only) {
+                bool host_steps_only = false, bool keep_outputs = false)
+      : prog_(prog), team_(threads), kernels_(std::move(kernels)), host_steps_only_(host_steps_only),
+        keep_outputs_(keep_outputs) {
     prepare_parameters(params);
     prepare_host_buffers();
   }
 
   /// Sets the batch the input step reads.
   void begin(const void* input) noexcept { input_ = input; }
+
+  /// Prepares node `j`'s device tensors `values` again (its op's `prepare`), as training does
+  /// after each update of the weights.
+  void set_parameters(int j, ops::device_values values) {
+    params_[static_cast<std::size_t>(j)] = kernels_[static_cast<std::size_t>(j)].prepare(prog_.at(j), prog_.plan_of(j), values);
+  }
+  /// The batch the input step reads, as the input stream carries it.
+  const void* batch() const noexcept { return input_; }
+  /// Runs `work(item)` for `items` items spread over the threads.
+  template <class F>
+  void parallel(std::int64_t items, F&& work) {
+    parallel_items(items, work);
+  }
 
   /// Runs step `j` over whole host tensors: its op's `fast` kernel, unless a convolution's
   /// epilogue computes it.
@@ -155,7 +170,7 @@ class fast_executor {
     std::vector<int> last(static_cast<std::size_t>(n));
     std::vector<bool> needed(static_cast<std::size_t>(n), !host_steps_only_);
     for (int j = 0; j < n; ++j) {
-      last[static_cast<std::size_t>(j)] = j + 1 == n ? n : j;
+      last[static_cast<std::size_t>(j)] = j + 1 == n || keep_outputs_ ? n : j;
       for (int src : prog_.at(j).sources()) {
         last[static_cast<std::size_t>(src)] = std::max(last[static_cast<std::size_t>(src)], j);
         if (runs(j)) needed[static_cast<std::size_t>(src)] = true;
@@ -204,6 +219,7 @@ class fast_executor {
   team& team_;
   std::vector<op_kernel<T, Acc>> kernels_;  // per node
   bool host_steps_only_ = false;
+  bool keep_outputs_ = false;
   const void* input_ = nullptr;  // the batch, as the input stream carries it
   std::vector<std::any> params_;  // per node: what its kernel prepared
   std::vector<int> slot_;  // per node: the host buffer its output is written to

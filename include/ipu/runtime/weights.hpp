@@ -43,6 +43,7 @@ struct weight_tensor {
   std::vector<std::int64_t> shape;   ///< extents, outermost first (HWIO for a conv kernel)
   std::vector<float> values;         ///< the values, row-major in `shape`
   ops::initializer random{};         ///< how `weights<G>::random` draws the values
+  bool trainable = true;             ///< changed by its gradient in training (`ops::tensor_spec::trainable`)
 
   /// Number of values the shape holds: the product of its extents.
   std::int64_t elements() const noexcept {
@@ -72,7 +73,7 @@ class layer_weights {
     const ops::tensor_specs specs = n.kind.info->tensors(n);
     if (specs.count == 0) throw weight_error("ipu::weights: " + std::string(path_) + " has no parameters");
     for (const ops::tensor_spec& t : specs.view()) {
-      tensors_.push_back({t.name, {t.dim.begin(), t.dim.begin() + t.rank}, {}, t.random});
+      tensors_.push_back({t.name, {t.dim.begin(), t.dim.begin() + t.rank}, {}, t.random, t.trainable});
       tensors_.back().values.assign(static_cast<std::size_t>(t.elements()), t.initial);
     }
   }

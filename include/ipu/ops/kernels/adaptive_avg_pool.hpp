@@ -4,7 +4,8 @@
 /// (`global_pool_kernel`, a reduction in stages). Otherwise each output element the mean of its bin, summed in
 /// f32 over the bin's rows then columns and divided by its cells (`kernels::mean`). In fast
 /// mode over the host tensor; in faithful mode each output element's cells first arrive in
-/// the tile's exchange buffer, in the same order.
+/// the tile's exchange buffer, in the same order. Training (`backward`): each output's
+/// gradient in equal shares to its bin's cells, by image.
 
 #include <ipu/ops/adaptive_avg_pool.hpp>
 #include <ipu/ops/kernels/global_avg_pool.hpp>
@@ -50,6 +51,23 @@ struct adaptive_avg_pool::kernel : kernel_base {
         float sum = 0;
         for_each_cell(n, e, [&](std::int64_t pixel) { sum += kernels::widen(x[pixel * channels + e % channels]); });
         y[e] = static_cast<T>(sum / static_cast<float>(cells(n, e)));
+      }
+    });
+  }
+
+  /// Training: adds each output's gradient, shared equally, to its bin's cells.
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    if (global(c.n.layer)) return global_pool_kernel<false>::backward(c);
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    const node& n = c.n;
+    const std::int64_t channels = n.out.channels(), per_image = n.out.elements() / n.out.dim[0];
+    const float* dy = c.grad_output();
+    c.parallel(n.out.dim[0], [&](std::int64_t image) {
+      for (std::int64_t e = image * per_image; e < (image + 1) * per_image; ++e) {
+        const float share = dy[e] / static_cast<float>(cells(n, e));
+        for_each_cell(n, e, [&](std::int64_t pixel) { dx[pixel * channels + e % channels] += share; });
       }
     });
   }

@@ -5,7 +5,9 @@
 /// mode each input stored otherwise than the output, or broadcast, first arrives in the tile's
 /// exchange buffer, in the output's order. In a
 /// fused convolution's epilogue, an add sets the residual: its input other than the
-/// convolution's chain.
+/// convolution's chain. Training (`backward`): each input receives the output's gradient (an
+/// add) or its product with the other inputs (a multiply), summed over the elements a
+/// broadcast input's value was repeated to.
 
 #include <ipu/ops/add.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
@@ -44,6 +46,44 @@ struct elementwise_join::kernel : kernel_base {
         e += count;
       }
     });
+  }
+
+  /// Training: adds each input's gradient (see the file comment). An input broadcast along
+  /// the first axis is summed over it in order, on one thread.
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    using T = typename Ctx::value_type;
+    const node& n = c.n;
+    const float* dy = c.grad_output();
+    const bool product = n.kind == op_of<multiply>;
+    std::array<const T*, max_inputs> inputs{};
+    std::array<shape, max_inputs> shapes{};
+    for (int k = 0; k < n.input_count; ++k) {
+      inputs[static_cast<std::size_t>(k)] = c.input(k);
+      shapes[static_cast<std::size_t>(k)] = c.node_at(n.inputs[static_cast<std::size_t>(k)]).out;
+    }
+    for (int k = 0; k < n.input_count; ++k) {
+      float* dx = c.grad_input(k);
+      if (dx == nullptr) continue;
+      const shape& from = shapes[static_cast<std::size_t>(k)];
+      const auto add_range = [&](std::int64_t e0, std::int64_t e1) {
+        for (std::int64_t e = e0; e < e1; ++e) {
+          float g = dy[e];
+          if (product)
+            for (int j = 0; j < n.input_count; ++j)
+              if (j != k) g *= kernels::widen(inputs[static_cast<std::size_t>(j)][broadcast_index(shapes[static_cast<std::size_t>(j)], n.out, e)]);
+          dx[broadcast_index(from, n.out, e)] += g;
+        }
+      };
+      const std::int64_t per_first = n.out.elements() / n.out.dim[0];
+      if (from == n.out) {
+        parallel_chunks(c, n.out.elements(), add_range);
+      } else if (from.dim[0] == n.out.dim[0]) {
+        c.parallel(n.out.dim[0], [&](std::int64_t i) { add_range(i * per_first, (i + 1) * per_first); });
+      } else {
+        add_range(0, n.out.elements());
+      }
+    }
   }
 
   /// Node `k` (an add), fused after node `previous`: the residual is its other input.

@@ -4,12 +4,20 @@
 /// each position's channels (fast mode), or over a tile's storage runs with the scale and shift
 /// of the channels it holds gathered into its exchange buffer (faithful mode). In a fused
 /// convolution's epilogue it sets the epilogue's scale and shift.
+///
+/// Training: the forward pass normalises with the batch's mean and (biased) variance per
+/// channel, `y = (x - mean) / sqrt(variance + epsilon) * scale + shift`, and updates the running
+/// statistics; the backward pass gives `d shift = sum dy`, `d scale = sum dy * xhat` and
+/// `dx = scale / sqrt(variance + epsilon) * (dy - d shift / m - xhat * d scale / m)` over the
+/// `m` values of each channel (Ioffe and Szegedy, 2015, section 3). Sums over a channel run in
+/// double, in chunks of positions, then the chunks in order.
 
 #include <ipu/ops/batch_norm.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
 
 #include <algorithm>
 #include <any>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -56,6 +64,83 @@ struct batch_norm::kernel : kernel_base {
     e.shift = q.shift.data();
   }
 
+  /// Training: the batch's statistics per channel, kept for the backward pass.
+  struct batch_statistics {
+    std::vector<float> mean;     ///< the batch mean
+    std::vector<float> inv_std;  ///< `1 / sqrt(variance + epsilon)`, the batch's biased variance
+  };
+
+  /// Training: normalises with the batch's statistics, and updates the running ones.
+  template <class Ctx>
+  static void forward_training(const Ctx& c) {
+    using T = typename Ctx::value_type;
+    const std::int64_t channels = c.n.out.channels();
+    const double m = static_cast<double>(c.n.out.elements() / channels);
+    const T* x = c.input();
+    std::vector<double> mean = channel_sums(c, [&](std::int64_t e, std::int64_t) { return static_cast<double>(kernels::widen(x[e])); });
+    for (double& v : mean) v /= m;
+    std::vector<double> variance = channel_sums(c, [&](std::int64_t e, std::int64_t ch) {
+      const double d = kernels::widen(x[e]) - mean[static_cast<std::size_t>(ch)];
+      return d * d;
+    });
+    batch_statistics s{std::vector<float>(mean.size()), std::vector<float>(mean.size())};
+    const auto running_mean = c.running("mean"), running_variance = c.running("variance");
+    for (std::size_t ch = 0; ch < mean.size(); ++ch) {
+      variance[ch] /= m;
+      s.mean[ch] = static_cast<float>(mean[ch]);
+      s.inv_std[ch] = static_cast<float>(1.0 / std::sqrt(variance[ch] + batch_norm_epsilon));
+      const double unbiased = m > 1 ? variance[ch] * m / (m - 1) : variance[ch];
+      running_mean[ch] = static_cast<float>(batch_norm_momentum * running_mean[ch] + (1 - batch_norm_momentum) * mean[ch]);
+      running_variance[ch] =
+          static_cast<float>(batch_norm_momentum * running_variance[ch] + (1 - batch_norm_momentum) * unbiased);
+    }
+    const auto scale = c.weight("scale"), shift = c.weight("shift");
+    T* y = c.output();
+    parallel_chunks(c, c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; ++e) {
+        const auto ch = static_cast<std::size_t>(e % channels);
+        y[e] = static_cast<T>((kernels::widen(x[e]) - s.mean[ch]) * s.inv_std[ch] * scale[ch] + shift[ch]);
+      }
+    });
+    c.saved() = std::move(s);
+  }
+
+  /// Training: the gradients of the scale, the shift and the input.
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    const auto& s = std::any_cast<const batch_statistics&>(c.saved());
+    const std::int64_t channels = c.n.out.channels();
+    const double m = static_cast<double>(c.n.out.elements() / channels);
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    const auto xhat = [&](std::int64_t e, std::int64_t ch) {
+      const auto k = static_cast<std::size_t>(ch);
+      return (kernels::widen(x[e]) - s.mean[k]) * s.inv_std[k];
+    };
+    const std::vector<double> d_shift = channel_sums(c, [&](std::int64_t e, std::int64_t) { return static_cast<double>(dy[e]); });
+    const std::vector<double> d_scale =
+        channel_sums(c, [&](std::int64_t e, std::int64_t ch) { return static_cast<double>(dy[e]) * xhat(e, ch); });
+    const auto g_scale = c.weight_grad("scale"), g_shift = c.weight_grad("shift");
+    const auto scale = c.weight("scale");
+    std::vector<float> gain(d_shift.size()), mean_shift(d_shift.size()), mean_scale(d_shift.size());
+    for (std::size_t ch = 0; ch < d_shift.size(); ++ch) {
+      g_scale[ch] += static_cast<float>(d_scale[ch]);
+      g_shift[ch] += static_cast<float>(d_shift[ch]);
+      gain[ch] = scale[ch] * s.inv_std[ch];
+      mean_shift[ch] = static_cast<float>(d_shift[ch] / m);
+      mean_scale[ch] = static_cast<float>(d_scale[ch] / m);
+    }
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    parallel_chunks(c, c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; ++e) {
+        const std::int64_t ch = e % channels;
+        const auto k = static_cast<std::size_t>(ch);
+        dx[e] += gain[k] * (dy[e] - mean_shift[k] - xhat(e, ch) * mean_scale[k]);
+      }
+    });
+  }
+
   /// The scales, then the shifts, of the channels the tile holds (`channels_on`).
   template <class Ctx>
   static void exchange(const Ctx& c) {
@@ -88,6 +173,25 @@ struct batch_norm::kernel : kernel_base {
   }
 
  private:
+  /// Per channel, the sum over the positions of `term(element, channel)`, in double: chunks
+  /// of positions in parallel, then the chunks' sums in order.
+  template <class Ctx, class F>
+  static std::vector<double> channel_sums(const Ctx& c, F&& term) {
+    const std::int64_t channels = c.n.out.channels(), positions = c.n.out.elements() / channels;
+    constexpr std::int64_t chunk = 256;  // positions per work item
+    const std::int64_t items = (positions + chunk - 1) / chunk;
+    std::vector<double> partial(static_cast<std::size_t>(items * channels));
+    c.parallel(items, [&](std::int64_t k) {
+      double* acc = partial.data() + k * channels;
+      for (std::int64_t pos = k * chunk; pos < std::min(positions, (k + 1) * chunk); ++pos)
+        for (std::int64_t ch = 0; ch < channels; ++ch) acc[ch] += term(pos * channels + ch, ch);
+    });
+    std::vector<double> sum(static_cast<std::size_t>(channels));
+    for (std::int64_t k = 0; k < items; ++k)
+      for (std::int64_t ch = 0; ch < channels; ++ch) sum[static_cast<std::size_t>(ch)] += partial[static_cast<std::size_t>(k * channels + ch)];
+    return sum;
+  }
+
   /// The channels whose parameters a tile holding storage `[s0, s1)` receives:
   /// `(first channel, count)`; index `k` of the buffer holds channel `(first + k) % channels`.
   static std::pair<std::int64_t, std::int64_t> channels_on(const storage_order& o, std::int64_t s0, std::int64_t s1) noexcept {

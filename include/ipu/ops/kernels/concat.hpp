@@ -2,7 +2,8 @@
 /// \file
 /// The kernel of `ops::concat`: each position's channels copied from the inputs in order (fast
 /// mode); in faithful mode each tile gathers its elements, in logical order, from the inputs
-/// through the exchange and copies them into place.
+/// through the exchange and copies them into place. Training (`backward`): each input's
+/// channels of the output's gradient added to its own.
 
 #include <ipu/ops/concat.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
@@ -28,6 +29,24 @@ struct concat::kernel : kernel_base {
         }
       }
     });
+  }
+
+  /// Training: adds each input's channels of the output's gradient.
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    const std::int64_t channels = c.n.out.channels(), positions = c.n.out.elements() / channels;
+    const float* dy = c.grad_output();
+    std::int64_t first = 0;  // input k's first channel in the output
+    for (int k = 0; k < c.n.input_count; ++k) {
+      const std::int64_t ch = c.node_at(c.n.inputs[static_cast<std::size_t>(k)]).out.channels();
+      if (float* dx = c.grad_input(k)) {
+        parallel_chunks(c, positions, [&](std::int64_t p0, std::int64_t p1) {
+          for (std::int64_t pos = p0; pos < p1; ++pos)
+            for (std::int64_t i = 0; i < ch; ++i) dx[pos * ch + i] += dy[pos * channels + first + i];
+        }, training_chunk / channels + 1);
+      }
+      first += ch;
+    }
   }
 
   /// The tile's elements, each run of channels from the input that holds it.

@@ -13,6 +13,9 @@
 ///   `kernels::conv` steps on each run of units of one block; a step split into phases over
 ///   kernel taps and input channels (`step_model::taps`, `in_parts`) receives each phase's
 ///   weights and window and continues the same partials.
+/// - Training (`backward`): the gradients of the input, the kernel and the bias, each summed
+///   in f32 over the output positions in order: the input's by image and group, the kernel's
+///   by tap, group and block of input channels, the bias's by block of output channels.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/ops/conv.hpp>
@@ -23,6 +26,7 @@
 #include <any>
 #include <concepts>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -83,6 +87,73 @@ struct matmul_kernel : kernel_base {
                 round_to<T>(kernel[static_cast<std::size_t>(r * out + b * bc + c)]);
       return q;
     }
+  }
+
+  /// Training: adds `dx`, `d kernel` and `d bias` (see the file comment).
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    const node& n = c.n;
+    const kernels::window_geometry g = geometry_of(n);
+    const std::int64_t groups = n.kind == op_of<conv> ? n.layer.groups : 1;
+    const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
+    const std::int64_t taps = g.kernel_h * g.kernel_w, per_image = g.positions_per_image();
+    const std::int64_t positions = n.out.elements() / cout;
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    const std::span<const float> w = c.weight("kernel");
+    const std::span<float> dw = c.weight_grad("kernel");
+    constexpr std::int64_t ci_block = 8;  // input channels per work item of the kernel's gradient
+    const std::int64_t ci_blocks = detail::div_up(cin_g, ci_block);
+    c.parallel(taps * groups * ci_blocks, [&](std::int64_t item) {
+      const std::int64_t tap = item / (groups * ci_blocks), grp = item / ci_blocks % groups;
+      const std::int64_t ci0 = item % ci_blocks * ci_block, ci1 = std::min(cin_g, ci0 + ci_block);
+      std::vector<float> acc(static_cast<std::size_t>((ci1 - ci0) * cout_g));
+      for (std::int64_t p = 0; p < positions; ++p) {
+        const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w);
+        if (pixel < 0) continue;
+        const auto* xp = x + pixel * cin + grp * cin_g;
+        const float* dyp = dy + p * cout + grp * cout_g;
+        for (std::int64_t ci = ci0; ci < ci1; ++ci) {
+          const float v = kernels::widen(xp[ci]);
+          float* a = acc.data() + (ci - ci0) * cout_g;
+          for (std::int64_t co = 0; co < cout_g; ++co) a[co] += v * dyp[co];
+        }
+      }
+      for (std::int64_t ci = ci0; ci < ci1; ++ci)
+        for (std::int64_t co = 0; co < cout_g; ++co)
+          dw[static_cast<std::size_t>((tap * cin_g + ci) * cout + grp * cout_g + co)] +=
+              acc[static_cast<std::size_t>((ci - ci0) * cout_g + co)];
+    });
+    if (n.layer.bias) {
+      const std::span<float> db = c.weight_grad("bias");
+      constexpr std::int64_t co_block = 64;  // output channels per work item of the bias's gradient
+      c.parallel(detail::div_up(cout, co_block), [&](std::int64_t b) {
+        const std::int64_t co0 = b * co_block, co1 = std::min(cout, co0 + co_block);
+        std::vector<float> acc(static_cast<std::size_t>(co1 - co0));
+        for (std::int64_t p = 0; p < positions; ++p)
+          for (std::int64_t co = co0; co < co1; ++co) acc[static_cast<std::size_t>(co - co0)] += dy[p * cout + co];
+        for (std::int64_t co = co0; co < co1; ++co) db[static_cast<std::size_t>(co)] += acc[static_cast<std::size_t>(co - co0)];
+      });
+    }
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    c.parallel(positions / per_image * groups, [&](std::int64_t item) {
+      const std::int64_t image = item / groups, grp = item % groups;
+      for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p) {
+        const float* dyp = dy + p * cout + grp * cout_g;
+        for (std::int64_t tap = 0; tap < taps; ++tap) {
+          const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w);
+          if (pixel < 0) continue;
+          float* dxp = dx + pixel * cin + grp * cin_g;
+          for (std::int64_t ci = 0; ci < cin_g; ++ci) {
+            const float* wr = w.data() + (tap * cin_g + ci) * cout + grp * cout_g;
+            float sum = 0;
+            for (std::int64_t co = 0; co < cout_g; ++co) sum += wr[co] * dyp[co];
+            dxp[ci] += sum;
+          }
+        }
+      }
+    });
   }
 
   /// The whole step (and, with f32 partials, the steps fused into it).

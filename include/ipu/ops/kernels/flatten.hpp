@@ -3,6 +3,7 @@
 /// The kernel of `ops::flatten` and `ops::reshape` (`ops::reordering`): a copy. In fast mode the host tensor is already in NHWC
 /// order; in faithful mode a tile copies its elements from its own memory, or, when the input
 /// is stored otherwise, from its exchange buffer, which received them in the output's order.
+/// Training (`backward`): the output's gradient added to the input's, the same logical order.
 
 #include <ipu/ops/flatten.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
@@ -20,6 +21,17 @@ struct reordering::kernel : kernel_base {
     const auto* x = c.input();
     auto* y = c.output();
     c.parallel_ranges(c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) { std::copy(x + e0, x + e1, y + e0); });
+  }
+
+  /// Training: `dx += dy`.
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    const float* dy = c.grad_output();
+    parallel_chunks(c, c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; ++e) dx[e] += dy[e];
+    });
   }
 
   /// The tile's elements, in NHWC order, when the input is stored otherwise.

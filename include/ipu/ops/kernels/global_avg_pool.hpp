@@ -8,7 +8,9 @@
 /// tile receives the pixels of its chunks and leaves one f32 partial per chunk and channel in
 /// its temporaries (`kernels::partial_pixels`); in the second, each tile receives the partials
 /// of the output elements it holds from the tiles that computed them, and combines them in
-/// chunk order (`kernels::reduce_partials`). Both modes give the same bits.
+/// chunk order (`kernels::reduce_partials`). Both modes give the same bits. Training
+/// (`backward`): an average's gradient shared equally over the image's pixels, a maximum's
+/// given to the first pixel that holds it; by image.
 
 #include <ipu/ops/global_avg_pool.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
@@ -34,6 +36,32 @@ struct global_pool_kernel : kernel_base {
         kernels::max_pixels(x + image * hw * channels, channels, hw, y + image * channels);
       } else {
         kernels::staged_mean_pixels(x + image * hw * channels, channels, hw, c.p.step.reduce, y + image * channels);
+      }
+    });
+  }
+
+  /// Training: adds each output's gradient to the pixels it reduced (see the file comment).
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    const std::int64_t channels = c.n.out.channels(), hw = c.n.in.dim[1] * c.n.in.dim[2];
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    c.parallel(c.n.out.dim[0], [&](std::int64_t image) {
+      const auto* xi = x + image * hw * channels;
+      float* dxi = dx + image * hw * channels;
+      const float* dyi = dy + image * channels;
+      for (std::int64_t k = 0; k < channels; ++k) {
+        if constexpr (Max) {
+          std::int64_t at = 0;
+          for (std::int64_t q = 1; q < hw; ++q)
+            if (kernels::widen(xi[q * channels + k]) > kernels::widen(xi[at * channels + k])) at = q;
+          dxi[at * channels + k] += dyi[k];
+        } else {
+          const float share = dyi[k] / static_cast<float>(hw);
+          for (std::int64_t q = 0; q < hw; ++q) dxi[q * channels + k] += share;
+        }
       }
     });
   }

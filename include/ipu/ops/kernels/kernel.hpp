@@ -12,6 +12,8 @@
 /// | `fuse(e, c, k, previous)` | fast | for an op with `epilogue_order > 0`: sets its part of a convolution's epilogue |
 /// | `exchange(c)` | faithful | gathers into a tile's exchange buffer what its `compute` reads (nothing by default; `runtime::faithful_executor::tile_context`) |
 /// | `compute(c)` | faithful | the tile's share of the output, from the tile's own memory |
+/// | `forward_training(c)` | training | the training forward where it differs from `fast` (batch norm's batch statistics); absent otherwise (`runtime::training_context`) |
+/// | `backward(c)` | training | adds the gradients of the inputs and the weights, from the output's gradient |
 ///
 /// Both modes give the same bits: each output element gets the same arithmetic, in the same
 /// order, whatever the partition into work items or tiles.

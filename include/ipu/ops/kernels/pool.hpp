@@ -2,13 +2,18 @@
 /// \file
 /// The kernel of `ops::max_pool` and `ops::avg_pool`: `kernels::pool_positions` over parts of
 /// the output positions (fast mode), or `kernels::pool` over a tile's elements after the input
-/// rows their windows read arrive in its exchange buffer (faithful mode).
+/// rows their windows read arrive in its exchange buffer (faithful mode). Training
+/// (`backward`): each output's gradient goes to its window's first largest value (max), or in
+/// equal shares to the cells its average divided over; by image.
 
 #include <ipu/ops/kernels/kernel.hpp>
 #include <ipu/ops/pool.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 namespace ipu::ops {
 
@@ -25,6 +30,46 @@ struct pool_base::kernel : kernel_base {
     c.parallel_ranges(c.n.out.elements() / channels, [&](std::int64_t p0, std::int64_t p1) {
       kernels::pool_positions(kind_of(c.n), g, kernels::image_view<T>{x, 0, g.in_width * channels, channels}, channels, p0,
                               p1, y + p0 * channels);
+    });
+  }
+
+  /// Training: adds each output's gradient to its window (see the file comment).
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    const kernels::window_geometry g = geometry_of(c.n);
+    const kernels::pool_kind kind = kind_of(c.n);
+    const std::int64_t ch = c.n.out.channels(), per_image = g.positions_per_image();
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    c.parallel(c.n.out.dim[0], [&](std::int64_t image) {
+      std::vector<float> best(static_cast<std::size_t>(ch));
+      std::vector<std::int64_t> at(static_cast<std::size_t>(ch));
+      for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p) {
+        std::int64_t count = 0;
+        std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
+        std::fill(at.begin(), at.end(), -1);
+        for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
+          for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
+            const std::int64_t pixel = g.tap_pixel(p, kh, kw);
+            if (pixel < 0) continue;
+            ++count;
+            if (kind != kernels::pool_kind::max) continue;
+            for (std::int64_t k = 0; k < ch; ++k)
+              if (const float v = kernels::widen(x[pixel * ch + k]); v > best[static_cast<std::size_t>(k)] || at[static_cast<std::size_t>(k)] < 0)
+                best[static_cast<std::size_t>(k)] = v, at[static_cast<std::size_t>(k)] = pixel;
+          }
+        if (kind == kernels::pool_kind::max) {
+          for (std::int64_t k = 0; k < ch; ++k) dx[at[static_cast<std::size_t>(k)] * ch + k] += dy[p * ch + k];
+          continue;
+        }
+        const float share = 1.0f / kernels::divisor(kind, g, p, count);
+        for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
+          for (std::int64_t kw = 0; kw < g.kernel_w; ++kw)
+            if (const std::int64_t pixel = g.tap_pixel(p, kh, kw); pixel >= 0)
+              for (std::int64_t k = 0; k < ch; ++k) dx[pixel * ch + k] += dy[p * ch + k] * share;
+      }
     });
   }
 

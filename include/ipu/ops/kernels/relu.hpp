@@ -6,6 +6,7 @@
 
 #include <ipu/ops/kernels/kernel.hpp>
 #include <ipu/ops/relu.hpp>
+#include <ipu/ops/unary.hpp>
 
 #include <cstdint>
 
@@ -24,6 +25,11 @@ struct relu::kernel : kernel_base {
   template <class T, class Ctx>
   static void fuse(kernels::epilogue<T>& e, const Ctx&, int, int) {
     e.relu = true;
+  }
+  /// Training: `dx += dy * df(x)`, as every element-wise op (`unary_kernel`).
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    unary_kernel<relu>::backward(c);
   }
   /// The tile's elements, read where the input lives (mapped as the output).
   template <class Ctx>

@@ -2,7 +2,7 @@
 /// \file
 /// The kernel of `ops::softmax`: `kernels::softmax_row` per row, in parts over the threads
 /// (fast mode); in faithful mode each tile receives the whole rows its elements belong to and
-/// writes its own elements of them.
+/// writes its own elements of them. Training (`backward`): `dx = y (dy - sum(dy y))` per row.
 
 #include <ipu/ops/kernels/kernel.hpp>
 #include <ipu/ops/softmax.hpp>
@@ -22,6 +22,22 @@ struct softmax::kernel : kernel_base {
     auto* y = c.output();
     c.parallel_ranges(c.n.out.elements() / channels, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) kernels::softmax_row(x + r * channels, channels, 0, channels, y + r * channels);
+    });
+  }
+
+  /// Training: adds `y (dy - sum(dy y))`, by row.
+  template <class Ctx>
+  static void backward(const Ctx& c) {
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    const std::int64_t channels = c.n.out.channels();
+    const auto* y = c.output();
+    const float* dy = c.grad_output();
+    c.parallel(c.n.out.elements() / channels, [&](std::int64_t r) {
+      const std::int64_t e0 = r * channels;
+      float dot = 0;
+      for (std::int64_t k = 0; k < channels; ++k) dot += dy[e0 + k] * kernels::widen(y[e0 + k]);
+      for (std::int64_t k = 0; k < channels; ++k) dx[e0 + k] += kernels::widen(y[e0 + k]) * (dy[e0 + k] - dot);
     });
   }
 

@@ -1,0 +1,236 @@
+#pragma once
+/// \file
+/// `runtime::training_pass`: one forward and one backward pass of a program on the host, the
+/// arithmetic of a training step. The forward pass is fast mode's (`fast_executor`), with every
+/// output kept for the backward pass and nothing fused, except where an op's kernel computes
+/// its training forward differently (`forward_training`: batch norm normalises with the batch's
+/// statistics). The backward pass runs the nodes in reverse order, each op's `backward` adding
+/// the gradients of its inputs and weights to f32 buffers: a node read by several others
+/// receives the sum of their gradients, in the order of its readers from last to first.
+///
+/// Each op's training kernels cut their work into items that do not depend on the number of
+/// threads, and each item sums in a fixed order, so a pass gives the same bits on any number of
+/// threads.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/ops/kernels/kernel.hpp>
+#include <ipu/ops/op.hpp>
+#include <ipu/runtime/execution.hpp>
+#include <ipu/runtime/fast_executor.hpp>
+#include <ipu/runtime/kernel_set.hpp>
+#include <ipu/runtime/program.hpp>
+#include <ipu/runtime/team.hpp>
+#include <ipu/runtime/weights.hpp>
+
+#include <algorithm>
+#include <any>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ipu::runtime {
+
+template <ElementType T>
+class training_pass;
+
+/// What an op's training kernels (`forward_training`, `backward`) are handed for one node: its
+/// forward values, the gradients, its layer's weights and their gradients, and the threads.
+/// Values are in logical order (NHWC or NC), gradients in f32.
+template <ElementType T>
+class training_context : public step_context<T, float> {
+ public:
+  using step_context<T, float>::n;
+  using step_context<T, float>::index;
+
+  /// Node `j` of pass `e`.
+  training_context(training_pass<T>& e, int j) : step_context<T, float>{e.prog_.at(j), e.prog_.plan_of(j), j}, e_(e) {}
+
+  /// Node `k` of the program.
+  const node& node_at(int k) const noexcept { return e_.prog_.at(k); }
+  /// The forward output of node `k`.
+  T* value(int k) const { return e_.forward_.tensor(k); }
+  /// The forward output of the node's input `k` (0: the main input).
+  const T* input(int k = 0) const { return value(n.inputs[static_cast<std::size_t>(k)]); }
+  /// The node's forward output.
+  T* output() const { return value(index); }
+  /// The gradient of the loss with respect to the node's output.
+  const float* grad_output() const { return e_.grad_of(index); }
+  /// The gradient of the loss with respect to input `k`, to add to; null where none is wanted
+  /// (the graph's input).
+  float* grad_input(int k = 0) const { return e_.grad_of(n.inputs[static_cast<std::size_t>(k)]); }
+  /// The values of the layer's weight tensor `name` as the forward pass used them (rounded to
+  /// `T`).
+  std::span<const float> weight(std::string_view name) const { return e_.compute_weight(index, name); }
+  /// The gradient of the layer's weight tensor `name`, to add to.
+  std::span<float> weight_grad(std::string_view name) const { return e_.weight_grad(index, name); }
+  /// The layer's tensor `name` that the forward pass updates (a batch norm's running
+  /// statistics), in f32.
+  std::span<float> running(std::string_view name) const { return e_.master_weight(index, name); }
+  /// What the node's `forward_training` kept for its `backward` (a batch norm's statistics).
+  std::any& saved() const { return e_.saved_[static_cast<std::size_t>(index)]; }
+  /// Runs `work(item)` for `items` items spread over the threads.
+  template <class F>
+  void parallel(std::int64_t items, F&& work) const {
+    e_.forward_.parallel(items, work);
+  }
+
+ private:
+  training_pass<T>& e_;
+};
+
+/// An op's training kernels, as function pointers: `Op::kernel::forward_training` (null where
+/// the training forward is the inference one) and `Op::kernel::backward` (null for an op
+/// without gradients).
+template <ElementType T>
+struct training_kernel {
+  op kind{};                                                     ///< the op
+  void (*forward_training)(const training_context<T>&) = nullptr;  ///< `Op::kernel::forward_training`
+  void (*backward)(const training_context<T>&) = nullptr;          ///< `Op::kernel::backward`
+
+  /// The training kernels of op struct `Op`.
+  template <class Op>
+  static training_kernel of() noexcept {
+    using K = typename Op::kernel;
+    training_kernel k;
+    k.kind = op_of<Op>;
+    if constexpr (requires(const training_context<T>& c) { K::forward_training(c); })
+      k.forward_training = &K::template forward_training<training_context<T>>;
+    if constexpr (requires(const training_context<T>& c) { K::backward(c); })
+      k.backward = &K::template backward<training_context<T>>;
+    return k;
+  }
+};
+
+/// One training pass over a program (see the file comment). The program's fusion is dropped;
+/// the weights are the caller's `layer_weights`, f32 masters that the pass rounds to `T` at
+/// the start of each forward pass. Movable only by pointer (its contexts refer to it).
+template <ElementType T>
+class training_pass {
+ public:
+  /// A pass over `prog` (taken over) with `kernels` (the inference kernels, one per node) and
+  /// `training` (one per node), on `threads`, for weights laid out as `layers` (their values
+  /// are read by `forward`). Throws `execution_error` naming the first node whose op has no
+  /// backward.
+  training_pass(program prog, std::vector<op_kernel<T, float>> kernels, std::vector<training_kernel<T>> training,
+                team& threads, std::span<const layer_weights> layers)
+      : prog_(unfused(std::move(prog))),
+        training_(std::move(training)),
+        forward_(prog_, initial_parameters(layers), std::move(kernels), threads, false, true) {
+    for (int j = 1; j < prog_.size(); ++j)
+      if (training_[static_cast<std::size_t>(j)].backward == nullptr)
+        throw execution_error("ipu::trainer: " + std::string(prog_.at(j).path.view()) + " (" +
+                              std::string(name_of(prog_.at(j).kind)) + ") has no backward pass");
+    layer_of_.assign(static_cast<std::size_t>(prog_.size()), -1);
+    for (std::size_t l = 0; l < layers.size(); ++l) layer_of_[static_cast<std::size_t>(layers[l].node_index())] = static_cast<int>(l);
+    saved_.resize(static_cast<std::size_t>(prog_.size()));
+    compute_.resize(static_cast<std::size_t>(prog_.size()));
+    grads_.resize(static_cast<std::size_t>(prog_.size()));
+    for (int j = 1; j < prog_.size(); ++j)
+      if (prog_.at(j).kind != prog_.at(0).kind)  // the input needs no gradient
+        grads_[static_cast<std::size_t>(j)].resize(static_cast<std::size_t>(prog_.at(j).out.elements()));
+  }
+  training_pass(const training_pass&) = delete;
+  training_pass& operator=(const training_pass&) = delete;
+
+  /// The forward pass over `input` (as the input stream carries it) with weights `masters`
+  /// (their running statistics updated in place) and their gradients to be `grads`: rounds
+  /// the weights to `T`, prepares each layer's device tensors, and runs every step.
+  void forward(const void* input, std::span<layer_weights> masters, std::span<layer_weights> grads) {
+    masters_ = masters;
+    weight_grads_ = grads;
+    for (const layer_weights& layer : masters) {
+      const int j = layer.node_index();
+      auto& compute = compute_[static_cast<std::size_t>(j)];
+      compute.clear();
+      for (const weight_tensor& t : layer.tensors()) compute.push_back(ops::rounded<T>(t.values));
+      const auto lookup = [&](std::string_view name) {
+        return layer.contains(name) ? compute_weight(j, name) : std::span<const float>{};
+      };
+      forward_.set_parameters(j, layer.kind().info->to_device(ops::tensor_source{lookup}));
+    }
+    forward_.begin(input);
+    for (const plan_step& s : prog_.steps) {
+      if (const auto f = training_[static_cast<std::size_t>(s.node)].forward_training) {
+        f(training_context<T>{*this, s.node});
+      } else {
+        forward_.step(s.node);
+      }
+    }
+  }
+
+  /// The output of node `j` in the last forward pass, in logical order.
+  const T* value(int j) { return forward_.tensor(j); }
+  /// The gradient buffer of node `j`'s output (f32, logical order); null for the input.
+  float* grad_of(int j) {
+    auto& g = grads_[static_cast<std::size_t>(j)];
+    return g.empty() ? nullptr : g.data();
+  }
+
+  /// The backward pass from node `from`, whose output's gradient the caller has set
+  /// (`grad_of(from)`): clears every other gradient, then runs the backward of `from` and
+  /// of each node before it, last first. Weight gradients are added to the `grads` of
+  /// `forward`, which the caller clears.
+  void backward(int from) {
+    for (int j = 0; j < from; ++j) std::fill(grads_[static_cast<std::size_t>(j)].begin(), grads_[static_cast<std::size_t>(j)].end(), 0.0f);
+    for (int j = from; j >= 1; --j)
+      if (!grads_[static_cast<std::size_t>(j)].empty()) training_[static_cast<std::size_t>(j)].backward(training_context<T>{*this, j});
+  }
+
+  /// The program the pass runs (fusion dropped).
+  const program& prog() const noexcept { return prog_; }
+
+ private:
+  friend class training_context<T>;
+
+  static program unfused(program p) {
+    for (int j = 0; j < p.size(); ++j) {
+      p.plans[static_cast<std::size_t>(j)].fused_into = -1;
+      p.plans[static_cast<std::size_t>(j)].fused_end = j;
+    }
+    return p;
+  }
+
+  /// Device tensors for the fast executor's construction: the layers' as they are.
+  parameter_set initial_parameters(std::span<const layer_weights> layers) const {
+    parameter_set set(static_cast<std::size_t>(prog_.size()));
+    for (const layer_weights& layer : layers) {
+      const auto lookup = [&](std::string_view name) { return layer.contains(name) ? layer[name] : std::span<const float>{}; };
+      set[static_cast<std::size_t>(layer.node_index())] = layer.kind().info->to_device(ops::tensor_source{lookup});
+    }
+    return set;
+  }
+
+  /// Index of tensor `name` in node `j`'s layer.
+  std::size_t tensor_index(int j, std::string_view name) const {
+    const layer_weights& layer = masters_[static_cast<std::size_t>(layer_of_[static_cast<std::size_t>(j)])];
+    const auto tensors = layer.tensors();
+    for (std::size_t k = 0; k < tensors.size(); ++k)
+      if (tensors[k].name == name) return k;
+    (void)layer.tensor(name);  // throws weight_error naming the layer's tensors
+    return 0;
+  }
+  std::span<const float> compute_weight(int j, std::string_view name) const {
+    return compute_[static_cast<std::size_t>(j)][tensor_index(j, name)];
+  }
+  std::span<float> weight_grad(int j, std::string_view name) {
+    return weight_grads_[static_cast<std::size_t>(layer_of_[static_cast<std::size_t>(j)])][name];
+  }
+  std::span<float> master_weight(int j, std::string_view name) {
+    return masters_[static_cast<std::size_t>(layer_of_[static_cast<std::size_t>(j)])][name];
+  }
+
+  program prog_;
+  std::vector<training_kernel<T>> training_;         // per node
+  fast_executor<T, float> forward_;
+  std::vector<int> layer_of_;                        // per node: its layer in the weights, or -1
+  std::vector<std::any> saved_;                      // per node: what forward_training kept
+  std::vector<std::vector<std::vector<float>>> compute_;  // per node: its weights rounded to T
+  std::vector<std::vector<float>> grads_;            // per node: the gradient of its output
+  std::span<layer_weights> masters_, weight_grads_;
+};
+
+}  // namespace ipu::runtime

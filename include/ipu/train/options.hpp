@@ -1,0 +1,195 @@
+#pragma once
+/// \file
+/// What a training run is configured with, as values usable as a template argument
+/// (`ipu::trainer<G, Tgt, Opts>`): the loss, the optimiser and its hyper-parameters, and the
+/// learning-rate schedule.
+///
+/// ```
+/// constexpr ipu::train_options opts{
+///     .optimizer = ipu::sgd{.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 1e-4},
+///     .loss = ipu::loss::softmax_cross_entropy,
+///     .schedule = ipu::cosine_decay(10'000, 500)};
+/// ```
+
+#include <ipu/core/scalar.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <string_view>
+
+namespace ipu {
+
+/// The loss a trainer minimises, as the mean over the batch.
+enum class loss : std::uint8_t {
+  /// Softmax cross-entropy with integer labels, from the logits: the graph's output, or the
+  /// input of its last node when that is a softmax (`tf.nn.sparse_softmax_cross_entropy_with_logits`).
+  /// Computed as `logsumexp(z) - z[label]` with the row's largest logit subtracted first;
+  /// its gradient is `softmax(z) - onehot(label)`, divided by the batch.
+  softmax_cross_entropy,
+  /// The mean over every output element of `(y - target)^2` (`tf.keras.losses.MeanSquaredError`).
+  mean_squared_error,
+};
+
+/// `"softmax_cross_entropy"` or `"mean_squared_error"`.
+constexpr std::string_view name_of(loss l) noexcept {
+  return l == loss::softmax_cross_entropy ? "softmax_cross_entropy" : "mean_squared_error";
+}
+
+/// Which update rule an `optimizer` applies.
+enum class optimizer_kind : std::uint8_t {
+  sgd,    ///< stochastic gradient descent, with momentum, Nesterov momentum and weight decay
+  adam,   ///< Adam (Kingma and Ba, 2015), weight decay added to the gradient
+  adamw,  ///< AdamW (Loshchilov and Hutter, 2019): weight decay applied to the weights directly
+  lamb,   ///< LAMB (You et al., 2020): Adam's step scaled per tensor by a trust ratio
+};
+
+/// An optimiser and its hyper-parameters; made from `ipu::sgd`, `ipu::adam`, `ipu::adamw` or
+/// `ipu::lamb`, which give each its usual defaults. The update rules are in
+/// `ipu/train/optimizer.hpp`.
+struct optimizer {
+  optimizer_kind kind = optimizer_kind::sgd;  ///< the update rule
+  scalar learning_rate = 0.01;  ///< the step size before the schedule
+  scalar momentum = 0;          ///< SGD: the velocity's decay (0: plain SGD)
+  bool nesterov = false;        ///< SGD: Nesterov's momentum
+  scalar beta1 = 0.9;           ///< Adam, AdamW, LAMB: the first moment's decay
+  scalar beta2 = 0.999;         ///< Adam, AdamW, LAMB: the second moment's decay
+  scalar epsilon = 1e-8;        ///< Adam, AdamW, LAMB: added to the second moment's root
+  scalar weight_decay = 0;      ///< L2 penalty (SGD, Adam) or decoupled decay (AdamW, LAMB)
+
+  /// Tensors of state the optimiser keeps per weight tensor: SGD's velocity when it has
+  /// momentum, the two moments of Adam, AdamW and LAMB.
+  constexpr int state_tensors() const noexcept {
+    return kind == optimizer_kind::sgd ? (momentum.value() != 0 ? 1 : 0) : 2;
+  }
+  /// Equal when every field is.
+  constexpr bool operator==(const optimizer&) const = default;
+};
+
+/// SGD: `v = momentum * v + g`, `w -= lr * (nesterov ? g + momentum * v : v)`, with
+/// `g = grad + weight_decay * w` (TensorFlow's `MomentumOptimizer`, PyTorch's `SGD` without
+/// dampening).
+struct sgd {
+  scalar learning_rate = 0.01;  ///< the step size
+  scalar momentum = 0;          ///< the velocity's decay
+  scalar weight_decay = 0;      ///< L2 penalty added to the gradient
+  bool nesterov = false;        ///< Nesterov's momentum
+  /// As an `optimizer`.
+  constexpr operator optimizer() const noexcept {  // NOLINT(google-explicit-constructor)
+    optimizer o;
+    o.kind = optimizer_kind::sgd, o.learning_rate = learning_rate, o.momentum = momentum;
+    o.weight_decay = weight_decay, o.nesterov = nesterov;
+    return o;
+  }
+};
+
+namespace detail {
+/// An optimiser of the moments (Adam, AdamW, LAMB) with these hyper-parameters.
+constexpr optimizer moments_optimizer(optimizer_kind kind, scalar learning_rate, scalar beta1, scalar beta2, scalar epsilon,
+                                      scalar weight_decay) noexcept {
+  optimizer o;
+  o.kind = kind, o.learning_rate = learning_rate, o.beta1 = beta1, o.beta2 = beta2, o.epsilon = epsilon;
+  o.weight_decay = weight_decay;
+  return o;
+}
+}  // namespace detail
+
+/// Adam: `m = beta1 m + (1 - beta1) g`, `v = beta2 v + (1 - beta2) g^2`, `w -= lr m^ /
+/// (sqrt(v^) + epsilon)` with the bias-corrected `m^ = m / (1 - beta1^t)`, `v^ = v / (1 -
+/// beta2^t)` and `g = grad + weight_decay * w` (PyTorch's `Adam` and its defaults).
+struct adam {
+  scalar learning_rate = 0.001;  ///< the step size
+  scalar beta1 = 0.9;            ///< the first moment's decay
+  scalar beta2 = 0.999;          ///< the second moment's decay
+  scalar epsilon = 1e-8;         ///< added to the second moment's root
+  scalar weight_decay = 0;       ///< L2 penalty added to the gradient
+  /// As an `optimizer`.
+  constexpr operator optimizer() const noexcept {  // NOLINT(google-explicit-constructor)
+    return detail::moments_optimizer(optimizer_kind::adam, learning_rate, beta1, beta2, epsilon, weight_decay);
+  }
+};
+
+/// AdamW: Adam, with `w -= lr * weight_decay * w` instead of an L2 penalty (PyTorch's
+/// `AdamW`, whose default decay is 0.01).
+struct adamw {
+  scalar learning_rate = 0.001;  ///< the step size
+  scalar beta1 = 0.9;            ///< the first moment's decay
+  scalar beta2 = 0.999;          ///< the second moment's decay
+  scalar epsilon = 1e-8;         ///< added to the second moment's root
+  scalar weight_decay = 0.01;    ///< decoupled decay
+  /// As an `optimizer`.
+  constexpr operator optimizer() const noexcept {  // NOLINT(google-explicit-constructor)
+    return detail::moments_optimizer(optimizer_kind::adamw, learning_rate, beta1, beta2, epsilon, weight_decay);
+  }
+};
+
+/// LAMB: per tensor, `r = m^ / (sqrt(v^) + epsilon) + weight_decay * w` and `w -= lr *
+/// (|w| / |r|) * r` (the trust ratio 1 where either norm is 0), Adam's bias-corrected moments
+/// `m^`, `v^` (You et al., 2020, algorithm 2). Graphcore trains BERT with it at large batches.
+struct lamb {
+  scalar learning_rate = 0.001;  ///< the step size
+  scalar beta1 = 0.9;            ///< the first moment's decay
+  scalar beta2 = 0.999;          ///< the second moment's decay
+  scalar epsilon = 1e-6;         ///< added to the second moment's root (the paper's)
+  scalar weight_decay = 0.01;    ///< decoupled decay, inside the trust ratio
+  /// As an `optimizer`.
+  constexpr operator optimizer() const noexcept {  // NOLINT(google-explicit-constructor)
+    return detail::moments_optimizer(optimizer_kind::lamb, learning_rate, beta1, beta2, epsilon, weight_decay);
+  }
+};
+
+/// The learning rate over the steps: a linear warm-up, then constant, step decay or cosine
+/// decay. Make one with `constant_rate`, `step_decay` or `cosine_decay`.
+struct lr_schedule {
+  /// The decay after the warm-up.
+  enum class kind : std::uint8_t {
+    constant,  ///< the base rate
+    step,      ///< the base rate times `factor` once every `steps` steps
+    cosine,    ///< from the base rate to `factor` times it over `steps` steps, along half a cosine
+  };
+  kind how = kind::constant;     ///< the decay
+  std::int64_t steps = 0;        ///< step: steps between decays; cosine: steps of the decay
+  scalar factor = 0;             ///< step: the factor per decay; cosine: the final fraction of the rate
+  std::int64_t warmup_steps = 0; ///< steps of the linear warm-up: step `s` runs at `(s + 1) / warmup_steps` of the rate
+
+  /// The rate of step `step` (from 0) for base rate `base`.
+  double rate(double base, std::int64_t step) const noexcept {
+    if (step < warmup_steps) return base * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+    const std::int64_t s = step - warmup_steps;
+    switch (how) {
+      case kind::step: return base * std::pow(factor.value(), static_cast<double>(s / steps));
+      case kind::cosine: {
+        const double t = static_cast<double>(s < steps ? s : steps) / static_cast<double>(steps);
+        return base * (factor.value() + (1 - factor.value()) * 0.5 * (1 + std::cos(std::numbers::pi * t)));
+      }
+      default: return base;
+    }
+  }
+  /// Equal when every field is.
+  constexpr bool operator==(const lr_schedule&) const = default;
+};
+
+/// The base rate throughout, after `warmup_steps` of linear warm-up.
+constexpr lr_schedule constant_rate(std::int64_t warmup_steps = 0) noexcept {
+  return {lr_schedule::kind::constant, 0, 0, warmup_steps};
+}
+/// The base rate times `factor` every `every` steps (`every >= 1`), after `warmup_steps`.
+constexpr lr_schedule step_decay(std::int64_t every, scalar factor, std::int64_t warmup_steps = 0) noexcept {
+  return {lr_schedule::kind::step, every, factor, warmup_steps};
+}
+/// Half a cosine from the base rate to `final_fraction` of it over `steps` steps (`steps >=
+/// 1`), after `warmup_steps` (Loshchilov and Hutter's SGDR without restarts).
+constexpr lr_schedule cosine_decay(std::int64_t steps, std::int64_t warmup_steps = 0, scalar final_fraction = 0) noexcept {
+  return {lr_schedule::kind::cosine, steps, final_fraction, warmup_steps};
+}
+
+/// A training configuration: the template argument of `ipu::trainer`.
+struct train_options {
+  ipu::optimizer optimizer = ipu::sgd{};             ///< the optimiser and its hyper-parameters
+  ipu::loss loss = ipu::loss::softmax_cross_entropy;  ///< the loss
+  lr_schedule schedule{};                              ///< the learning rate over the steps
+  /// Equal when every field is.
+  constexpr bool operator==(const train_options&) const = default;
+};
+
+}  // namespace ipu

@@ -1,0 +1,241 @@
+#pragma once
+/// \file
+/// `ipu::trainer<G, Tgt, Opts>`: trains graph `G` on the host, one batch per `step`: the
+/// forward pass in training mode, the loss, the backward pass (`runtime::training_pass`) and the
+/// optimiser's update (`ipu/train/optimizer.hpp`) of f32 master weights.
+///
+/// ```
+/// constexpr ipu::train_options opts{.optimizer = ipu::sgd{.learning_rate = 0.1, .momentum = 0.9}};
+/// ipu::trainer<net_t, ipu::mk2, opts> trainer{ipu::weights<net_t>::random(1)};
+/// float loss = trainer.step(images, labels);  // forward, backward, update
+/// ```
+///
+/// The forward pass computes in the graph's element type from the master weights rounded to
+/// it (Graphcore's "16.32" for an f16 graph); the gradients are f32. Batch norm normalises with
+/// the batch's statistics and updates its running `mean` and `variance`, which an
+/// `ipu::engine` made from `weights()` then uses.
+
+#include <ipu/core/dtype.hpp>
+#include <ipu/graph/detail/lower.hpp>
+#include <ipu/graph/queries.hpp>
+#include <ipu/ops/kernels.hpp>
+#include <ipu/ops/softmax.hpp>
+#include <ipu/plan/plan.hpp>
+#include <ipu/runtime/kernel_set.hpp>
+#include <ipu/runtime/program.hpp>
+#include <ipu/runtime/team.hpp>
+#include <ipu/runtime/training_pass.hpp>
+#include <ipu/runtime/weights.hpp>
+#include <ipu/train/optimizer.hpp>
+#include <ipu/train/options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ipu {
+
+/// How a trainer runs.
+struct trainer_config {
+  unsigned threads = 0;  ///< host threads; 0: one per hardware thread
+};
+
+/// Trains graph `G`, planned for target `Tgt` with options `PlanOpts`, as `Opts` configures
+/// (see the file comment). One call at a time; movable.
+template <Graph G, Target Tgt, train_options Opts = train_options{}, options PlanOpts = options{}>
+class trainer {
+ public:
+  using graph_type = std::remove_cvref_t<G>;  ///< `G`
+  using element_type = element_type_t<G>;     ///< `f32` or `f16`
+  using stream_type = stream_type_t<G>;       ///< what the input stream carries
+  static constexpr train_options opts = Opts;  ///< the training configuration
+  static constexpr std::int64_t batch = batch_size_v<G>;  ///< samples per step
+
+  /// Starts from `initial` (checked as an engine checks weights: finite values, batch-norm
+  /// variances). Throws `execution_error` if an op of `G` has no backward pass.
+  explicit trainer(const ipu::weights<G>& initial, trainer_config config = {})
+      : weights_(initial), grads_(zeroed(initial)), team_(std::make_unique<runtime::team>(config.threads)) {
+    weights_.validate();
+    runtime::kernel_set<element_type, f32> kernels;
+    std::vector<runtime::training_kernel<element_type>> training;
+    detail::for_each_op<graph_type>([&]<class Op>() { kernels.template add<Op>(); });
+    runtime::program prog = runtime::program::from(plan_v<G, Tgt, PlanOpts>);
+    for (const node& n : prog.nodes) training.push_back(training_kernel_of(n.kind));
+    pass_ = std::make_unique<runtime::training_pass<element_type>>(
+        std::move(prog), kernels.per_node(node_vector()), std::move(training), *team_,
+        std::span<const layer_weights>(weights_.begin(), weights_.end()));
+    for (const layer_weights& layer : weights_)
+      for (const weight_tensor& t : layer.tensors())
+        for (int k = 0; k < opts.optimizer.state_tensors(); ++k)
+          state_.emplace_back(t.trainable ? t.values.size() : 0, 0.0f);
+  }
+
+  /// One step of softmax cross-entropy training on a batch: `input` holds the graph's input
+  /// as its stream carries it, `labels` one class per sample. Returns the batch's mean loss
+  /// before the update. Throws `std::invalid_argument` on a wrong size or a label outside
+  /// the classes.
+  float step(std::span<const stream_type> input, std::span<const std::int32_t> labels)
+    requires(Opts.loss == loss::softmax_cross_entropy)
+  {
+    const float l = backward(input, labels);
+    update();
+    return l;
+  }
+  /// One step of mean-squared-error training: `targets` has the output's shape.
+  float step(std::span<const stream_type> input, std::span<const float> targets)
+    requires(Opts.loss == loss::mean_squared_error)
+  {
+    const float l = backward(input, targets);
+    update();
+    return l;
+  }
+
+  /// The forward and backward passes of softmax cross-entropy on a batch, without an update:
+  /// returns the mean loss and leaves the gradients in `gradients()`. Batch norms' running
+  /// statistics are updated, as by a step.
+  float backward(std::span<const stream_type> input, std::span<const std::int32_t> labels)
+    requires(Opts.loss == loss::softmax_cross_entropy)
+  {
+    check_input(input);
+    const int last = static_cast<int>(node_count_v<G>) - 1;
+    const int logits_node = fused_softmax() ? table()[static_cast<std::size_t>(last)].input() : last;
+    const std::int64_t classes = table()[static_cast<std::size_t>(logits_node)].out.channels();
+    if (static_cast<std::int64_t>(labels.size()) != batch)
+      throw std::invalid_argument("ipu::trainer: " + std::to_string(labels.size()) + " labels for a batch of " +
+                                  std::to_string(batch));
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      if (labels[i] < 0 || labels[i] >= classes)
+        throw std::invalid_argument("ipu::trainer: label " + std::to_string(i) + " is " + std::to_string(labels[i]) +
+                                    "; the graph has " + std::to_string(classes) + " classes (0 to " +
+                                    std::to_string(classes - 1) + ")");
+    forward(input);
+    const element_type* z = pass_->value(logits_node);
+    float* dz = pass_->grad_of(logits_node);
+    double total = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const element_type* row = z + b * classes;
+      float largest = -std::numeric_limits<float>::infinity();
+      for (std::int64_t k = 0; k < classes; ++k) largest = std::max(largest, kernels::widen(row[k]));
+      double sum = 0;
+      for (std::int64_t k = 0; k < classes; ++k) sum += std::exp(static_cast<double>(kernels::widen(row[k]) - largest));
+      const std::int64_t label = labels[static_cast<std::size_t>(b)];
+      total += std::log(sum) - (kernels::widen(row[label]) - largest);
+      for (std::int64_t k = 0; k < classes; ++k) {
+        const double p = std::exp(static_cast<double>(kernels::widen(row[k]) - largest)) / sum;
+        dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch));
+      }
+    }
+    pass_->backward(logits_node);
+    return static_cast<float>(total / static_cast<double>(batch));
+  }
+  /// The forward and backward passes of mean squared error (see the other overload).
+  float backward(std::span<const stream_type> input, std::span<const float> targets)
+    requires(Opts.loss == loss::mean_squared_error)
+  {
+    check_input(input);
+    const int last = static_cast<int>(node_count_v<G>) - 1;
+    const std::int64_t count = table()[static_cast<std::size_t>(last)].out.elements();
+    if (static_cast<std::int64_t>(targets.size()) != count)
+      throw std::invalid_argument("ipu::trainer: " + std::to_string(targets.size()) + " targets; the output has " +
+                                  std::to_string(count) + " elements");
+    forward(input);
+    const element_type* y = pass_->value(last);
+    float* dy = pass_->grad_of(last);
+    double total = 0;
+    for (std::int64_t e = 0; e < count; ++e) {
+      const double d = static_cast<double>(kernels::widen(y[e])) - targets[static_cast<std::size_t>(e)];
+      total += d * d;
+      dy[e] = static_cast<float>(2 * d / static_cast<double>(count));
+    }
+    pass_->backward(last);
+    return static_cast<float>(total / static_cast<double>(count));
+  }
+
+  /// Applies the optimiser to the weights with the last `backward`'s gradients, at the schedule's rate,
+  /// and counts a step.
+  void update() {
+    const optimizer_step o = optimizer_step::of(opts.optimizer, learning_rate(), steps_ + 1);
+    std::size_t k = 0;  // the optimiser state, per tensor in order
+    const int slots = opts.optimizer.state_tensors();
+    for (std::size_t l = 0; l < weights_.size(); ++l)
+      for (const weight_tensor& t : weights_[l].tensors()) {
+        std::span<float> s0, s1;
+        if (slots > 0) s0 = state_[k];
+        if (slots > 1) s1 = state_[k + 1];
+        k += static_cast<std::size_t>(slots);
+        if (t.trainable) apply_update(o, weights_[l][t.name], grads_[l][t.name], s0, s1);
+      }
+    ++steps_;
+  }
+
+  /// The weights (masters in f32, batch norms' running statistics included).
+  const ipu::weights<G>& weights() const noexcept { return weights_; }
+  /// The gradients of the last `step` or `backward`, in the weights' layout (zero for tensors
+  /// that are not trainable).
+  const ipu::weights<G>& gradients() const noexcept { return grads_; }
+  /// Steps taken: updates applied.
+  std::int64_t steps() const noexcept { return steps_; }
+  /// The learning rate of the next update: the optimiser's, after the schedule.
+  double learning_rate() const noexcept { return opts.schedule.rate(opts.optimizer.learning_rate.value(), steps_); }
+  /// The host threads the trainer runs on.
+  unsigned threads() const noexcept { return team_->size(); }
+
+ private:
+  static constexpr const auto& table() noexcept { return node_table_v<G>; }
+
+  /// Whether the loss reads the input of a final softmax as its logits.
+  static constexpr bool fused_softmax() noexcept {
+    const node& last = table()[node_count_v<G> - 1];
+    return last.kind == op_of<ops::softmax> && last.input() == static_cast<int>(node_count_v<G>) - 2;
+  }
+
+  static std::vector<node> node_vector() { return {table().begin(), table().end()}; }
+
+  /// The training kernels of op `o` of `G`.
+  static runtime::training_kernel<element_type> training_kernel_of(op o) {
+    runtime::training_kernel<element_type> k;
+    detail::for_each_op<graph_type>([&]<class Op>() {
+      if (op_of<Op> == o) k = runtime::training_kernel<element_type>::template of<Op>();
+    });
+    return k;
+  }
+
+  static ipu::weights<G> zeroed(const ipu::weights<G>& w) {
+    ipu::weights<G> z = w;
+    for (layer_weights& layer : z)
+      for (const weight_tensor& t : layer.tensors()) std::fill(layer[t.name].begin(), layer[t.name].end(), 0.0f);
+    return z;
+  }
+
+  void check_input(std::span<const stream_type> input) const {
+    const std::int64_t expected = table()[0].out.elements();
+    if (static_cast<std::int64_t>(input.size()) != expected)
+      throw std::invalid_argument("ipu::trainer: the input has " + std::to_string(input.size()) +
+                                  " elements, the graph's input has " + std::to_string(expected));
+  }
+
+  /// Clears the gradients and runs the forward pass.
+  void forward(std::span<const stream_type> input) {
+    for (layer_weights& layer : grads_)
+      for (const weight_tensor& t : layer.tensors()) std::fill(layer[t.name].begin(), layer[t.name].end(), 0.0f);
+    pass_->forward(input.data(), std::span<layer_weights>(weights_.begin(), weights_.end()),
+                   std::span<layer_weights>(grads_.begin(), grads_.end()));
+  }
+
+  ipu::weights<G> weights_;
+  ipu::weights<G> grads_;
+  std::vector<std::vector<float>> state_;  // the optimiser's, `state_tensors()` per weight tensor
+  std::unique_ptr<runtime::team> team_;
+  std::unique_ptr<runtime::training_pass<element_type>> pass_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace ipu

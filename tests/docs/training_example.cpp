@@ -1,0 +1,45 @@
+// The examples of docs/training.md, compiled and run. Keep the two in step.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace {
+namespace nn = ipu::nn;
+
+// [model]
+using net_t = decltype(ipu::input<ipu::f32, /*N*/ 8, /*H*/ 8, /*W*/ 8, /*C*/ 3>
+                       | nn::conv<16, 3> | nn::batch_norm | nn::relu
+                       | nn::residual(nn::conv<16, 3> | nn::batch_norm | nn::relu | nn::conv<16, 3> | nn::batch_norm)
+                       | nn::relu | nn::global_avg_pool | nn::dense<10> | nn::softmax);
+
+constexpr ipu::train_options opts{
+    .optimizer = ipu::sgd{.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 1e-4},
+    .loss = ipu::loss::softmax_cross_entropy,
+    .schedule = ipu::cosine_decay(/*steps*/ 1000, /*warm-up*/ 50)};
+// [model]
+}  // namespace
+
+TEST_CASE("docs/training.md: train, read the gradients, run the trained weights") {
+  std::vector<float> images(8 * 8 * 8 * 3, 0.5f);
+  std::vector<std::int32_t> labels{0, 1, 2, 3, 4, 5, 6, 7};
+  // [train]
+  ipu::trainer<net_t, ipu::mk2, opts> trainer{ipu::weights<net_t>::random(1)};
+  float loss = trainer.step(images, labels);          // forward, loss, backward, update
+
+  loss = trainer.backward(images, labels);           // forward and backward only
+  std::span<const float> g = trainer.gradients()["conv1"]["kernel"];
+  trainer.update();                                   // the optimiser, at the schedule's rate
+
+  ipu::engine<net_t, ipu::mk2> engine{trainer.weights()};  // inference with the trained weights
+  // [train]
+  CHECK(loss > 0);
+  CHECK(g.size() == 3 * 3 * 3 * 16);
+  CHECK(trainer.steps() == 2);
+  CHECK(trainer.learning_rate() == Approx(0.1 * 3 / 50));
+  ipu::output_tensor_t<net_t> y;
+  engine.infer(images, y);
+  CHECK(y(0, 0) > 0);
+}

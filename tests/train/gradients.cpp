@@ -1,0 +1,176 @@
+// Every op's backward pass: the trainer's weight gradients against central finite differences
+// of the independent reference's loss in double (training-mode batch norm). An op's input
+// gradient is checked through the weights of the layers before it; each net ends in a dense
+// layer, so that every gradient reaches a weight. Also: the loss itself, batch norm's running
+// statistics, the same bits on any number of threads, and the errors a trainer reports.
+
+#include <catch2/catch.hpp>
+
+#include "train/train_support.hpp"
+
+#include <ipu/ipu.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace nn = ipu::nn;
+using ipu_test::small_target;
+
+namespace {
+
+using target = small_target<16>;
+
+/// Checks the gradients of `G` (f32) with softmax cross-entropy, or mean squared error with
+/// `Mse`, against finite differences: every sampled element within `tolerance`.
+template <class G, ipu::loss Loss = ipu::loss::softmax_cross_entropy>
+void check_gradients(double tolerance, std::uint64_t seed = 1) {
+  constexpr ipu::train_options opts{.loss = Loss};
+  const auto w = ipu::weights<G>::random(seed);
+  const auto x = ipu_test::random_input<G>(seed + 1);
+  const std::vector<double> input = ipu_test::input_values<G>(x);
+  ipu::trainer<G, target, opts> trainer{w, {2}};
+  const auto& last = ipu::node_table_v<G>.back();
+  std::vector<std::int32_t> labels;
+  std::vector<float> targets;
+  float loss = 0;
+  if constexpr (Loss == ipu::loss::softmax_cross_entropy) {
+    labels = ipu_test::random_labels(static_cast<std::size_t>(last.out.dim[0]), last.out.channels(), seed + 2);
+    loss = trainer.backward(std::span(x.data(), x.size()), labels);
+  } else {
+    for (std::int64_t e = 0; e < last.out.elements(); ++e) targets.push_back(static_cast<float>(std::sin(static_cast<double>(e))));
+    loss = trainer.backward(std::span(x.data(), x.size()), targets);
+  }
+  const double expected = ipu_test::reference_loss<G>(input, ipu_test::in_double(w), labels, targets);
+  CHECK(std::abs(loss - expected) <= 1e-5 * std::abs(expected));
+  std::string where;
+  const double error = ipu_test::gradient_error<G>(w, trainer.gradients(), input, labels, targets, where);
+  INFO("worst gradient: " << where << ", relative error " << error);
+  CHECK(error <= tolerance);
+}
+
+template <class T>
+constexpr auto conv_net = ipu::input<T, 2, 7, 7, 4>
+    | nn::conv<8, 3>.with_bias()                                   // SAME, stride 1
+    | nn::conv<8, 3, 2>                                            // SAME, stride 2
+    | nn::conv<8, 3, 1, 4>                                         // grouped
+    | nn::conv<8, 3, 1, 8>                                         // depthwise
+    | nn::conv<6, nn::hw{1, 3}>.dilated(nn::dilation<2>)           // 1x3, dilated
+    | nn::conv<6, 3, 2>.padded(nn::pad<1, 0, 2, 1>).with_bias()    // explicit padding
+    | nn::conv<5, 1> | nn::flatten | nn::dense<4> | nn::softmax;
+
+constexpr auto norm_net = ipu::input<ipu::f32, 3, 5, 5, 3>
+    | nn::conv<6, 3> | nn::batch_norm | nn::relu
+    | nn::conv<6, 1> | nn::batch_norm | nn::global_avg_pool | nn::dense<3> | nn::softmax;
+
+constexpr auto pool_net = ipu::input<ipu::f32, 2, 9, 9, 3>
+    | nn::conv<4, 3> | nn::max_pool<3, 2>
+    | nn::conv<4, 1> | nn::avg_pool<3, 1>
+    | nn::conv<4, 1> | nn::avg_pool<3, 2>.counting_padding()
+    | nn::conv<4, 1> | nn::adaptive_avg_pool<2>
+    | nn::conv<4, 1> | nn::global_max_pool | nn::dense<3>;
+
+constexpr auto activation_net = ipu::input<ipu::f32, 2, 4, 4, 3>
+    | nn::conv<6, 1> | nn::relu | nn::conv<6, 1> | nn::relu6 | nn::conv<6, 1> | nn::leaky_relu<0.2>
+    | nn::conv<6, 1> | nn::sigmoid | nn::conv<6, 1> | nn::tanh | nn::conv<6, 1> | nn::silu
+    | nn::conv<6, 1> | nn::gelu | nn::conv<6, 1> | nn::gelu_tanh
+    | nn::conv<6, 1> | nn::hard_sigmoid | nn::conv<6, 1> | nn::hard_swish
+    | nn::global_avg_pool | nn::dense<3> | nn::softmax;
+
+constexpr auto join_net = ipu::input<ipu::f32, 2, 5, 5, 4>
+    | nn::conv<6, 1>
+    | nn::residual(nn::conv<6, 3> | nn::relu)
+    | nn::concat(nn::conv<3, 1>, nn::identity, nn::conv<2, 3>)
+    | nn::multiply(nn::identity, nn::global_avg_pool | nn::reshape<1, 1, 11> | nn::sigmoid)  // squeeze and excitation
+    | nn::add(nn::identity, nn::conv<11, 1>, nn::conv<11, 3>)
+    | nn::global_avg_pool | nn::dense<3> | nn::softmax;
+
+constexpr auto regression_net = ipu::input<ipu::f32, 3, 4, 4, 2>
+    | nn::conv<4, 3> | nn::tanh | nn::flatten | nn::dense<5> | nn::softmax | nn::dense<2>;
+
+}  // namespace
+
+TEST_CASE("convolutions' gradients: strided, grouped, depthwise, dilated, padded, with bias; flatten and dense") {
+  check_gradients<decltype(conv_net<ipu::f32>)>(5e-4);
+}
+
+TEST_CASE("batch norm in training mode: gradients through the batch's statistics") {
+  check_gradients<decltype(norm_net)>(5e-4);
+}
+
+TEST_CASE("pooling's gradients: max, average, average counting padding, adaptive, global max") {
+  check_gradients<decltype(pool_net)>(5e-4);
+}
+
+TEST_CASE("every activation's gradient") {
+  check_gradients<decltype(activation_net)>(5e-4);
+}
+
+TEST_CASE("joins' gradients: residual add, concat, broadcast multiply, add of three") {
+  check_gradients<decltype(join_net)>(5e-4);
+}
+
+TEST_CASE("mean squared error, and a softmax inside the graph") {
+  check_gradients<decltype(regression_net), ipu::loss::mean_squared_error>(5e-4);
+}
+
+TEST_CASE("a whole residual net's gradients: grouped convolutions, batch norms, both poolings, dense, softmax") {
+  check_gradients<decltype(ipu_test::grouped_net<ipu::f32>)>(5e-4);
+}
+
+TEST_CASE("batch norm's running statistics move towards the batch's, the variance unbiased") {
+  using G = decltype(norm_net);
+  auto w = ipu::weights<G>::random(4);
+  const auto x = ipu_test::random_input<G>(5);
+  const std::vector<double> input = ipu_test::input_values<G>(x);
+  ipu::trainer<G, target> trainer{w};
+  const auto labels = ipu_test::random_labels(3, 3, 6);
+  trainer.backward(std::span(x.data(), x.size()), labels);
+  // The conv output the first batch norm reads, from the reference.
+  const ipu::layer_weights& conv = w[0];
+  const std::vector<double> kernel(conv["kernel"].begin(), conv["kernel"].end());
+  const std::vector<double> y = ipu_test::ref::conv2d(input, 3, 5, 5, 3, kernel, 3, 6, 1, 1);
+  const ipu::layer_weights& before = w[1];
+  const ipu::layer_weights& after = trainer.weights()[1];
+  const double m = 3 * 5 * 5;
+  for (std::size_t c = 0; c < 6; ++c) {
+    double mean = 0, var = 0;
+    for (std::size_t i = c; i < y.size(); i += 6) mean += y[i] / m;
+    for (std::size_t i = c; i < y.size(); i += 6) var += (y[i] - mean) * (y[i] - mean) / (m - 1);
+    CHECK(after["mean"][c] == Approx(0.997 * before["mean"][c] + 0.003 * mean).epsilon(1e-6));
+    CHECK(after["variance"][c] == Approx(0.997 * before["variance"][c] + 0.003 * var).epsilon(1e-6));
+  }
+  // Scale and shift are not changed by a forward pass, only by an update.
+  CHECK(after["scale"][0] == before["scale"][0]);
+}
+
+TEST_CASE("gradients hold the same bits on 1 and 3 threads") {
+  using G = decltype(join_net);
+  const auto w = ipu::weights<G>::random(8);
+  const auto x = ipu_test::random_input<G>(9);
+  const auto labels = ipu_test::random_labels(2, 3, 10);
+  ipu::trainer<G, target> one{w, {1}}, three{w, {3}};
+  CHECK(one.backward(std::span(x.data(), x.size()), labels) == three.backward(std::span(x.data(), x.size()), labels));
+  for (std::size_t l = 0; l < w.size(); ++l)
+    for (const auto& t : one.gradients()[l].tensors()) {
+      const auto a = t.values;
+      const auto b = three.gradients()[l][t.name];
+      CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+    }
+}
+
+TEST_CASE("a trainer names a wrong input size, a wrong label count and a label out of range") {
+  using G = decltype(norm_net);
+  ipu::trainer<G, target> trainer{ipu::weights<G>::random(1)};
+  const auto x = ipu_test::random_input<G>(2);
+  const std::vector<float> short_input(10);
+  CHECK_THROWS_WITH(trainer.step(short_input, std::vector<std::int32_t>{0, 1, 2}),
+                    "ipu::trainer: the input has 10 elements, the graph's input has 225");
+  CHECK_THROWS_WITH(trainer.step(std::span(x.data(), x.size()), std::vector<std::int32_t>{0, 1}),
+                    "ipu::trainer: 2 labels for a batch of 3");
+  CHECK_THROWS_WITH(trainer.step(std::span(x.data(), x.size()), std::vector<std::int32_t>{0, 3, 1}),
+                    "ipu::trainer: label 1 is 3; the graph has 3 classes (0 to 2)");
+  CHECK(trainer.steps() == 0);
+}

@@ -3,7 +3,7 @@
 /// Element-wise kernels on runs of elements: ReLU, the residual add, the sum and product of a
 /// join's inputs, and batch norm folded
 /// into a per-channel scale and shift (`ops/batch_norm.hpp` folds it). Arithmetic in f32,
-/// results rounded to `T`.
+/// results rounded to `T`. And `add_scaled`, the multiply-add of the backward passes.
 
 #include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
@@ -51,6 +51,19 @@ void product(const T* const* x, int count, T* y, std::int64_t n) noexcept {
 template <class T, class W>
 void affine(const T* x, T* y, std::int64_t n, const W* scale, const W* shift) noexcept {
   for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(madd(widen(x[i]), widen(scale[i]), widen(shift[i])));
+}
+
+/// `y[i] = madd(a, x[i], y[i])` for `i < n`, a vector at a time: the same bits as the scalar
+/// loop, whatever the instruction set.
+inline void add_scaled(float* y, float a, const float* x, std::int64_t n) noexcept {
+  using simd::vec;
+  const vec va = simd::splat(a);
+  std::int64_t i = 0;
+  for (; i + vec::width <= n; i += vec::width) simd::store(y + i, simd::madd(va, simd::load(x + i), simd::load(y + i)));
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    simd::store(y + i, simd::madd(va, simd::load(x + i, rest), simd::load(y + i, rest)), rest);
+  }
 }
 
 }  // namespace ipu::kernels

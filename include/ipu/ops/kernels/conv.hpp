@@ -14,8 +14,9 @@
 ///   kernel taps and input channels (`step_model::taps`, `in_parts`) receives each phase's
 ///   weights and window and continues the same partials.
 /// - Training (`backward`): the gradients of the input, the kernel and the bias, each summed
-///   in f32 over the output positions in order: the input's by image and group, the kernel's
-///   by tap, group and block of input channels, the bias's by block of output channels.
+///   in f32 over the output positions in order, blocks of them in vector registers: the
+///   input's by image and group, the kernel's by tap, group and block of input channels, the
+///   bias's by block of output channels.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/ops/conv.hpp>
@@ -100,24 +101,50 @@ struct matmul_kernel : kernel_base {
     const std::int64_t positions = n.out.elements() / cout;
     const auto* x = c.input();
     const float* dy = c.grad_output();
-    const std::span<const float> w = c.weight("kernel");
+    // The kernel's gradient: per item, one tap's block of `ci_block` input channels of one
+    // group by all its output channels, `[ci][co]` in `acc`. Positions run in chunks whose
+    // gradient rows stay in cache, each chunk through `micro_rows` input channels by `micro`
+    // output channels at a time, summed in registers; every element of `acc` still adds its
+    // products position after position, in order.
+    using kernels::simd::vec;
     const std::span<float> dw = c.weight_grad("kernel");
-    constexpr std::int64_t ci_block = 8;  // input channels per work item of the kernel's gradient
+    constexpr std::int64_t ci_block = 16, chunk = 128, micro_rows = 4, micro_vectors = 2;
+    constexpr std::int64_t micro = micro_vectors * vec::width;
     const std::int64_t ci_blocks = detail::div_up(cin_g, ci_block);
     c.parallel(taps * groups * ci_blocks, [&](std::int64_t item) {
       const std::int64_t tap = item / (groups * ci_blocks), grp = item / ci_blocks % groups;
       const std::int64_t ci0 = item % ci_blocks * ci_block, ci1 = std::min(cin_g, ci0 + ci_block);
       std::vector<float> acc(static_cast<std::size_t>((ci1 - ci0) * cout_g));
-      for (std::int64_t p = 0; p < positions; ++p) {
-        const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w);
-        if (pixel < 0) continue;
-        const auto* xp = x + pixel * cin + grp * cin_g;
-        const float* dyp = dy + p * cout + grp * cout_g;
-        for (std::int64_t ci = ci0; ci < ci1; ++ci) {
-          const float v = kernels::widen(xp[ci]);
-          float* a = acc.data() + (ci - ci0) * cout_g;
-          for (std::int64_t co = 0; co < cout_g; ++co) a[co] += v * dyp[co];
-        }
+      std::int64_t pixels[chunk], at[chunk];
+      for (std::int64_t p0 = 0; p0 < positions; p0 += chunk) {
+        std::int64_t count = 0;  // the chunk's positions whose tap falls inside the image
+        for (std::int64_t p = p0; p < std::min(positions, p0 + chunk); ++p)
+          if (const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w); pixel >= 0)
+            pixels[count] = pixel * cin + grp * cin_g, at[count++] = p * cout + grp * cout_g;
+        for (std::int64_t co = 0; co < cout_g; co += micro)
+          for (std::int64_t ci = ci0; ci < ci1; ci += micro_rows) {
+            const std::int64_t rows = std::min(micro_rows, ci1 - ci);
+            int lanes[micro_vectors];
+            vec sum[micro_rows][micro_vectors];
+            for (std::int64_t v = 0; v < micro_vectors; ++v) {
+              lanes[v] = lanes_from(cout_g - co - v * vec::width);
+              for (std::int64_t r = 0; r < rows; ++r)
+                sum[r][v] = lanes[v] > 0 ? kernels::simd::load(acc.data() + (ci - ci0 + r) * cout_g + co + v * vec::width, lanes[v])
+                                         : kernels::simd::zero();
+            }
+            for (std::int64_t k = 0; k < count; ++k) {
+              vec d[micro_vectors];
+              for (std::int64_t v = 0; v < micro_vectors; ++v)
+                d[v] = lanes[v] > 0 ? kernels::simd::load(dy + at[k] + co + v * vec::width, lanes[v]) : kernels::simd::zero();
+              for (std::int64_t r = 0; r < rows; ++r) {
+                const vec xv = kernels::simd::splat(kernels::widen(x[pixels[k] + ci + r]));
+                for (std::int64_t v = 0; v < micro_vectors; ++v) sum[r][v] = kernels::simd::madd(xv, d[v], sum[r][v]);
+              }
+            }
+            for (std::int64_t r = 0; r < rows; ++r)
+              for (std::int64_t v = 0; v < micro_vectors; ++v)
+                if (lanes[v] > 0) kernels::simd::store(acc.data() + (ci - ci0 + r) * cout_g + co + v * vec::width, sum[r][v], lanes[v]);
+          }
       }
       for (std::int64_t ci = ci0; ci < ci1; ++ci)
         for (std::int64_t co = 0; co < cout_g; ++co)
@@ -126,17 +153,26 @@ struct matmul_kernel : kernel_base {
     });
     if (n.layer.bias) {
       const std::span<float> db = c.weight_grad("bias");
-      constexpr std::int64_t co_block = 64;  // output channels per work item of the bias's gradient
+      constexpr std::int64_t co_block = 64;  // output channels per work item
       c.parallel(detail::div_up(cout, co_block), [&](std::int64_t b) {
         const std::int64_t co0 = b * co_block, co1 = std::min(cout, co0 + co_block);
         std::vector<float> acc(static_cast<std::size_t>(co1 - co0));
-        for (std::int64_t p = 0; p < positions; ++p)
-          for (std::int64_t co = co0; co < co1; ++co) acc[static_cast<std::size_t>(co - co0)] += dy[p * cout + co];
+        for (std::int64_t p = 0; p < positions; ++p) kernels::add_scaled(acc.data(), 1.0f, dy + p * cout + co0, co1 - co0);
         for (std::int64_t co = co0; co < co1; ++co) db[static_cast<std::size_t>(co)] += acc[static_cast<std::size_t>(co - co0)];
       });
     }
     float* dx = c.grad_input();
     if (dx == nullptr) return;
+    // The input's gradient: each output position's gradient spread over the pixels its taps
+    // read, through the kernel transposed to `[tap][group][out][in]`, by image and group.
+    const std::span<const float> w = c.weight("kernel");
+    std::vector<float> wt(w.size());
+    for (std::int64_t tap = 0; tap < taps; ++tap)
+      for (std::int64_t ci = 0; ci < cin_g; ++ci)
+        for (std::int64_t co = 0; co < cout; ++co)
+          wt[static_cast<std::size_t>(((tap * groups + co / cout_g) * cout_g + co % cout_g) * cin_g + ci)] =
+              w[static_cast<std::size_t>((tap * cin_g + ci) * cout + co)];
+    constexpr int ci_vectors = 4;  // input channels in registers: this many vectors
     c.parallel(positions / per_image * groups, [&](std::int64_t item) {
       const std::int64_t image = item / groups, grp = item % groups;
       for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p) {
@@ -144,12 +180,23 @@ struct matmul_kernel : kernel_base {
         for (std::int64_t tap = 0; tap < taps; ++tap) {
           const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w);
           if (pixel < 0) continue;
+          const float* wg = wt.data() + (tap * groups + grp) * cout_g * cin_g;
           float* dxp = dx + pixel * cin + grp * cin_g;
-          for (std::int64_t ci = 0; ci < cin_g; ++ci) {
-            const float* wr = w.data() + (tap * cin_g + ci) * cout + grp * cout_g;
-            float sum = 0;
-            for (std::int64_t co = 0; co < cout_g; ++co) sum += wr[co] * dyp[co];
-            dxp[ci] += sum;
+          for (std::int64_t ci0 = 0; ci0 < cin_g; ci0 += ci_vectors * vec::width) {
+            int lanes[ci_vectors];
+            vec sum[ci_vectors];
+            for (int v = 0; v < ci_vectors; ++v) {
+              lanes[v] = lanes_from(cin_g - ci0 - v * vec::width);
+              sum[v] = lanes[v] > 0 ? kernels::simd::load(dxp + ci0 + v * vec::width, lanes[v]) : kernels::simd::zero();
+            }
+            for (std::int64_t co = 0; co < cout_g; ++co) {
+              const vec d = kernels::simd::splat(dyp[co]);
+              for (int v = 0; v < ci_vectors; ++v)
+                if (lanes[v] > 0)
+                  sum[v] = kernels::simd::madd(d, kernels::simd::load(wg + co * cin_g + ci0 + v * vec::width, lanes[v]), sum[v]);
+            }
+            for (int v = 0; v < ci_vectors; ++v)
+              if (lanes[v] > 0) kernels::simd::store(dxp + ci0 + v * vec::width, sum[v], lanes[v]);
           }
         }
       }
@@ -290,6 +337,11 @@ struct matmul_kernel : kernel_base {
     const step_model& s = p.step;
     const std::int64_t per_block = (s.phase_taps() * s.phase_channels() + (s.bias ? 1 : 0)) * s.block_channels;
     return {per_block, p.work.units.begin(tile) / s.positions, (p.work.units.end(tile) - 1) / s.positions};
+  }
+
+  /// Lanes of a vector that a run of `rest` remaining channels fills: 0 to the vector's width.
+  static int lanes_from(std::int64_t rest) noexcept {
+    return static_cast<int>(std::clamp<std::int64_t>(rest, 0, kernels::simd::vec::width));
   }
 
   /// Phase `k` of a step (the executor's slice index): its serial slice, its tap (when the

@@ -107,8 +107,6 @@ class fast_executor {
   void set_parameters(int j, ops::device_values values) {
     params_[static_cast<std::size_t>(j)] = kernels_[static_cast<std::size_t>(j)].prepare(prog_.at(j), prog_.plan_of(j), values);
   }
-  /// The batch the input step reads, as the input stream carries it.
-  const void* batch() const noexcept { return input_; }
   /// Runs `work(item)` for `items` items spread over the threads.
   template <class F>
   void parallel(std::int64_t items, F&& work) {

@@ -48,8 +48,10 @@ struct pool_base::kernel : kernel_base {
       std::vector<std::int64_t> at(static_cast<std::size_t>(ch));
       for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p) {
         std::int64_t count = 0;
-        std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
-        std::fill(at.begin(), at.end(), -1);
+        if (kind == kernels::pool_kind::max) {
+          std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
+          std::fill(at.begin(), at.end(), -1);
+        }
         for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
           for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
             const std::int64_t pixel = g.tap_pixel(p, kh, kw);

@@ -47,19 +47,13 @@ namespace ipu {
 
 namespace runtime {
 
-/// The tensors of `layers` (of a graph of `nodes` nodes) as the device holds them
-/// (`ops::<op>::to_device`: batch norm folded), indexed by node; throws `weight_error` naming
-/// the layer and tensor (`"kernel"`, `"folded scale"`) of the first value not finite in `T`.
-/// Depends on the element type only, so it is compiled once rather than per graph.
+/// Throws `weight_error` naming the layer and tensor (`"kernel"`, `"folded scale"`) of the first
+/// value of `set`, the device tensors of `layers` (`device_parameters`), that is not finite in
+/// `T`. Depends on the element type only, so it is compiled once rather than per graph.
 template <ElementType T>
-parameter_set device_parameters(std::span<const layer_weights> layers, std::size_t nodes) {
-  parameter_set set(nodes);
+void check_finite_in(std::span<const layer_weights> layers, const parameter_set& set) {
   for (const layer_weights& layer : layers) {
-    auto& tensors = set[static_cast<std::size_t>(layer.node_index())];
-    const auto lookup = [&](std::string_view name) {
-      return layer.contains(name) ? layer[name] : std::span<const float>{};
-    };
-    tensors = layer.kind().info->to_device(ops::tensor_source{lookup});
+    const auto& tensors = set[static_cast<std::size_t>(layer.node_index())];
     for (std::size_t k = 0; k < tensors.size(); ++k)
       for (std::size_t i = 0; i < tensors[k].size(); ++i)
         if (!std::isfinite(kernels::widen(static_cast<T>(tensors[k][i]))))
@@ -68,7 +62,6 @@ parameter_set device_parameters(std::span<const layer_weights> layers, std::size
                              std::string(layer.kind().info->device_tensors[k]) + "[" + std::to_string(i) + "] = " +
                              std::to_string(tensors[k][i]) + " is not finite in " + std::string(name_of(dtype_of_v<T>)));
   }
-  return set;
 }
 
 }  // namespace runtime
@@ -263,10 +256,14 @@ class engine {
     return set;
   }
 
-  /// The tensors as the device holds them (`runtime::device_parameters`).
+  /// The tensors as the device holds them (`runtime::device_parameters`), each value checked
+  /// to be finite in the element type (`runtime::check_finite_in`).
   static runtime::parameter_set parameters(const weights<G>& w) {
     w.validate();
-    return runtime::device_parameters<element_type>(std::span<const layer_weights>(w.begin(), w.end()), node_count_v<G>);
+    const std::span<const layer_weights> layers(w.begin(), w.end());
+    runtime::parameter_set set = runtime::device_parameters(layers, node_count_v<G>);
+    runtime::check_finite_in<element_type>(layers, set);
+    return set;
   }
 
   runtime::executor<element_type, partial_type> executor_;

@@ -61,35 +61,40 @@ struct op_kernel {
   }
 };
 
-/// The kernels of a set of ops, found by op.
-template <ElementType T, class Acc>
-class kernel_set {
+/// Kernels of type `K`, one per op, found by op: each made by `K::template of<Op>()` and
+/// naming its op in `kind`.
+template <class K>
+class kernels_by_op {
  public:
   /// Adds `Op`'s kernel, unless the set has it.
   template <class Op>
   void add() {
-    if (!has(op_of<Op>)) kernels_.push_back(op_kernel<T, Acc>::template of<Op>());
+    if (!has(op_of<Op>)) kernels_.push_back(K::template of<Op>());
   }
   /// Whether the set has op `o`'s kernel.
   bool has(op o) const noexcept {
-    return std::any_of(kernels_.begin(), kernels_.end(), [&](const op_kernel<T, Acc>& k) { return k.kind == o; });
+    return std::any_of(kernels_.begin(), kernels_.end(), [&](const K& k) { return k.kind == o; });
   }
   /// Op `o`'s kernel; throws `execution_error` if the set has none.
-  const op_kernel<T, Acc>& of(op o) const {
-    for (const op_kernel<T, Acc>& k : kernels_)
+  const K& of(op o) const {
+    for (const K& k : kernels_)
       if (k.kind == o) return k;
     throw execution_error("ipu: no kernel for op " + std::string(name_of(o)));
   }
   /// The kernel of each node of `nodes`, in order.
-  std::vector<op_kernel<T, Acc>> per_node(const std::vector<node>& nodes) const {
-    std::vector<op_kernel<T, Acc>> r;
+  std::vector<K> per_node(const std::vector<node>& nodes) const {
+    std::vector<K> r;
     r.reserve(nodes.size());
     for (const node& n : nodes) r.push_back(of(n.kind));
     return r;
   }
 
  private:
-  std::vector<op_kernel<T, Acc>> kernels_;
+  std::vector<K> kernels_;
 };
+
+/// The kernels of a set of ops, found by op.
+template <ElementType T, class Acc>
+class kernel_set : public kernels_by_op<op_kernel<T, Acc>> {};
 
 }  // namespace ipu::runtime

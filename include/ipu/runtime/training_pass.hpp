@@ -105,6 +105,10 @@ struct training_kernel {
   }
 };
 
+/// The training kernels of a set of ops, found by op.
+template <ElementType T>
+using training_kernel_set = kernels_by_op<training_kernel<T>>;
+
 /// One training pass over a program (see the file comment). The program's fusion is dropped;
 /// the weights are the caller's `layer_weights`, f32 masters that the pass rounds to `T` at
 /// the start of each forward pass. Movable only by pointer (its contexts refer to it).
@@ -119,7 +123,8 @@ class training_pass {
                 team& threads, std::span<const layer_weights> layers)
       : prog_(unfused(std::move(prog))),
         training_(std::move(training)),
-        forward_(prog_, initial_parameters(layers), std::move(kernels), threads, false, true) {
+        forward_(prog_, device_parameters(layers, static_cast<std::size_t>(prog_.size())), std::move(kernels), threads,
+                 false, true) {
     for (int j = 1; j < prog_.size(); ++j)
       if (training_[static_cast<std::size_t>(j)].backward == nullptr)
         throw execution_error("ipu::trainer: " + std::string(prog_.at(j).path.view()) + " (" +
@@ -147,10 +152,7 @@ class training_pass {
       auto& compute = compute_[static_cast<std::size_t>(j)];
       compute.clear();
       for (const weight_tensor& t : layer.tensors()) compute.push_back(ops::rounded<T>(t.values));
-      const auto lookup = [&](std::string_view name) {
-        return layer.contains(name) ? compute_weight(j, name) : std::span<const float>{};
-      };
-      forward_.set_parameters(j, layer.kind().info->to_device(ops::tensor_source{lookup}));
+      forward_.set_parameters(j, device_tensors(layer, [&](std::size_t k) { return std::span<const float>(compute[k]); }));
     }
     forward_.begin(input);
     for (const plan_step& s : prog_.steps) {
@@ -194,24 +196,10 @@ class training_pass {
     return p;
   }
 
-  /// Device tensors for the fast executor's construction: the layers' as they are.
-  parameter_set initial_parameters(std::span<const layer_weights> layers) const {
-    parameter_set set(static_cast<std::size_t>(prog_.size()));
-    for (const layer_weights& layer : layers) {
-      const auto lookup = [&](std::string_view name) { return layer.contains(name) ? layer[name] : std::span<const float>{}; };
-      set[static_cast<std::size_t>(layer.node_index())] = layer.kind().info->to_device(ops::tensor_source{lookup});
-    }
-    return set;
-  }
-
-  /// Index of tensor `name` in node `j`'s layer.
+  /// Index of tensor `name` in node `j`'s layer; throws `weight_error` naming the layer's
+  /// tensors if it has none.
   std::size_t tensor_index(int j, std::string_view name) const {
-    const layer_weights& layer = masters_[static_cast<std::size_t>(layer_of_[static_cast<std::size_t>(j)])];
-    const auto tensors = layer.tensors();
-    for (std::size_t k = 0; k < tensors.size(); ++k)
-      if (tensors[k].name == name) return k;
-    (void)layer.tensor(name);  // throws weight_error naming the layer's tensors
-    return 0;
+    return masters_[static_cast<std::size_t>(layer_of_[static_cast<std::size_t>(j)])].index_of(name);
   }
   std::span<const float> compute_weight(int j, std::string_view name) const {
     return compute_[static_cast<std::size_t>(j)][tensor_index(j, name)];

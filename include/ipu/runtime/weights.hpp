@@ -17,6 +17,7 @@
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/ops/op.hpp>
+#include <ipu/runtime/execution.hpp>
 
 #include <algorithm>
 #include <array>
@@ -91,6 +92,16 @@ class layer_weights {
   bool contains(std::string_view name) const noexcept {
     return std::any_of(tensors_.begin(), tensors_.end(), [&](const weight_tensor& t) { return t.name == name; });
   }
+  /// Position of the tensor called `name` in `tensors()`; throws `weight_error` naming the
+  /// layer's tensors if there is none.
+  std::size_t index_of(std::string_view name) const {
+    for (std::size_t k = 0; k < tensors_.size(); ++k)
+      if (tensors_[k].name == name) return k;
+    std::string known;
+    for (const auto& t : tensors_) known += (known.empty() ? "" : ", ") + std::string(t.name);
+    throw weight_error("ipu::weights: " + std::string(path_) + " (" + std::string(name_of(kind_)) + ") has no tensor '" +
+                       std::string(name) + "'; its tensors are " + known);
+  }
   /// The tensor called `name`; throws `weight_error` naming the layer's tensors otherwise.
   const weight_tensor& tensor(std::string_view name) const { return tensors_[index_of(name)]; }
   /// The values of the tensor called `name`, writable in place (their number is fixed);
@@ -127,15 +138,6 @@ class layer_weights {
   /// Draws every tensor's values as its initializer says, from a generator seeded by `seed`
   /// and the layer's node index (`weights<G>::random`).
   void draw(std::uint64_t seed);
-
-  std::size_t index_of(std::string_view name) const {
-    for (std::size_t k = 0; k < tensors_.size(); ++k)
-      if (tensors_[k].name == name) return k;
-    std::string known;
-    for (const auto& t : tensors_) known += (known.empty() ? "" : ", ") + std::string(t.name);
-    throw weight_error("ipu::weights: " + std::string(path_) + " (" + std::string(name_of(kind_)) + ") has no tensor '" +
-                       std::string(name) + "'; its tensors are " + known);
-  }
 
   int node_;
   op kind_;
@@ -272,6 +274,34 @@ inline void layer_weights::draw(std::uint64_t seed) {
   detail::portable_random rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(node_));
   for (weight_tensor& t : tensors_) detail::fill_random(t, rng);
 }
+
+namespace runtime {
+
+/// The tensors of `layer` as the device holds them (`ops::<op>::to_device`: batch norm
+/// folded), in the order of its op's `device_tensors`, made from `values(k)`: the values to
+/// use for the layer's tensor `k` (`layer.tensors()[k]`), a `std::span<const float>`.
+template <class Values>
+std::vector<std::vector<float>> device_tensors(const layer_weights& layer, const Values& values) {
+  const auto lookup = [&](std::string_view name) {
+    return layer.contains(name) ? std::span<const float>(values(layer.index_of(name))) : std::span<const float>{};
+  };
+  return layer.kind().info->to_device(ops::tensor_source{lookup});
+}
+
+/// The tensors of `layer` as the device holds them, made from the layer's own values.
+inline std::vector<std::vector<float>> device_tensors(const layer_weights& layer) {
+  return device_tensors(layer, [&](std::size_t k) { return std::span<const float>(layer.tensors()[k].values); });
+}
+
+/// The tensors of `layers` (of a graph of `nodes` nodes) as the device holds them
+/// (`device_tensors`), indexed by node; empty for a node without weights.
+inline parameter_set device_parameters(std::span<const layer_weights> layers, std::size_t nodes) {
+  parameter_set set(nodes);
+  for (const layer_weights& layer : layers) set[static_cast<std::size_t>(layer.node_index())] = device_tensors(layer);
+  return set;
+}
+
+}  // namespace runtime
 
 /// The parameters of graph `G`: one `layer_weights` per conv, batch norm and dense layer, in
 /// node-table order, each with f32 tensors in the layouts of the file comment's table.

@@ -62,15 +62,18 @@ class trainer {
   /// Starts from `initial` (checked as an engine checks weights: finite values, batch-norm
   /// variances). Throws `execution_error` if an op of `G` has no backward pass.
   explicit trainer(const ipu::weights<G>& initial, trainer_config config = {})
-      : weights_(initial), grads_(zeroed(initial)), team_(std::make_unique<runtime::team>(config.threads)) {
+      : weights_(initial), team_(std::make_unique<runtime::team>(config.threads)) {
     weights_.validate();
+    clear_gradients();
     runtime::kernel_set<element_type, f32> kernels;
-    std::vector<runtime::training_kernel<element_type>> training;
-    detail::for_each_op<graph_type>([&]<class Op>() { kernels.template add<Op>(); });
-    runtime::program prog = runtime::program::from(plan_v<G, Tgt, PlanOpts>);
-    for (const node& n : prog.nodes) training.push_back(training_kernel_of(n.kind));
+    runtime::training_kernel_set<element_type> training;
+    detail::for_each_op<graph_type>([&]<class Op>() {
+      kernels.template add<Op>();
+      training.template add<Op>();
+    });
+    const std::vector<node> nodes(table().begin(), table().end());
     pass_ = std::make_unique<runtime::training_pass<element_type>>(
-        std::move(prog), kernels.per_node(node_vector()), std::move(training), *team_,
+        runtime::program::from(plan_v<G, Tgt, PlanOpts>), kernels.per_node(nodes), training.per_node(nodes), *team_,
         std::span<const layer_weights>(weights_.begin(), weights_.end()));
     for (const layer_weights& layer : weights_)
       for (const weight_tensor& t : layer.tensors())
@@ -120,16 +123,20 @@ class trainer {
     const element_type* z = pass_->value(logits_node);
     float* dz = pass_->grad_of(logits_node);
     double total = 0;
+    std::vector<double> e(static_cast<std::size_t>(classes));  // one row's exp(logit - largest)
     for (std::int64_t b = 0; b < batch; ++b) {
       const element_type* row = z + b * classes;
       float largest = -std::numeric_limits<float>::infinity();
       for (std::int64_t k = 0; k < classes; ++k) largest = std::max(largest, kernels::widen(row[k]));
       double sum = 0;
-      for (std::int64_t k = 0; k < classes; ++k) sum += std::exp(static_cast<double>(kernels::widen(row[k]) - largest));
+      for (std::int64_t k = 0; k < classes; ++k) {
+        e[static_cast<std::size_t>(k)] = std::exp(static_cast<double>(kernels::widen(row[k]) - largest));
+        sum += e[static_cast<std::size_t>(k)];
+      }
       const std::int64_t label = labels[static_cast<std::size_t>(b)];
       total += std::log(sum) - (kernels::widen(row[label]) - largest);
       for (std::int64_t k = 0; k < classes; ++k) {
-        const double p = std::exp(static_cast<double>(kernels::widen(row[k]) - largest)) / sum;
+        const double p = e[static_cast<std::size_t>(k)] / sum;
         dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch));
       }
     }
@@ -197,22 +204,10 @@ class trainer {
     return last.kind == op_of<ops::softmax> && last.input() == static_cast<int>(node_count_v<G>) - 2;
   }
 
-  static std::vector<node> node_vector() { return {table().begin(), table().end()}; }
-
-  /// The training kernels of op `o` of `G`.
-  static runtime::training_kernel<element_type> training_kernel_of(op o) {
-    runtime::training_kernel<element_type> k;
-    detail::for_each_op<graph_type>([&]<class Op>() {
-      if (op_of<Op> == o) k = runtime::training_kernel<element_type>::template of<Op>();
-    });
-    return k;
-  }
-
-  static ipu::weights<G> zeroed(const ipu::weights<G>& w) {
-    ipu::weights<G> z = w;
-    for (layer_weights& layer : z)
+  /// Sets every gradient to zero.
+  void clear_gradients() {
+    for (layer_weights& layer : grads_)
       for (const weight_tensor& t : layer.tensors()) std::fill(layer[t.name].begin(), layer[t.name].end(), 0.0f);
-    return z;
   }
 
   void check_input(std::span<const stream_type> input) const {
@@ -224,8 +219,7 @@ class trainer {
 
   /// Clears the gradients and runs the forward pass.
   void forward(std::span<const stream_type> input) {
-    for (layer_weights& layer : grads_)
-      for (const weight_tensor& t : layer.tensors()) std::fill(layer[t.name].begin(), layer[t.name].end(), 0.0f);
+    clear_gradients();
     pass_->forward(input.data(), std::span<layer_weights>(weights_.begin(), weights_.end()),
                    std::span<layer_weights>(grads_.begin(), grads_.end()));
   }

@@ -21,6 +21,7 @@
 #include <ipu/plan/auto_shard.hpp>
 #include <ipu/plan/liveness.hpp>
 #include <ipu/plan/plan.hpp>
+#include <ipu/plan/training.hpp>
 
 #include <ipu/target/chip.hpp>
 #include <ipu/target/mapping.hpp>

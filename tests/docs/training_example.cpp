@@ -20,6 +20,14 @@ constexpr ipu::train_options opts{
     .loss = ipu::loss::softmax_cross_entropy,
     .schedule = ipu::cosine_decay(/*steps*/ 1000, /*warm-up*/ 50)};
 // [model]
+
+// [fit]
+using training_t = ipu::training<net_t, opts>;
+static_assert(ipu::require_fit<training_t, ipu::mk2>);  // weights, optimiser state, stash, gradients
+
+constexpr const ipu::training_memory& m = ipu::plan_v<training_t, ipu::mk2>.ipus[0];
+static_assert(m.totals.optimizer_state == 4 * ipu::param_count_v<net_t>);  // momentum, in f32
+// [fit]
 }  // namespace
 
 TEST_CASE("docs/training.md: train, read the gradients, run the trained weights") {

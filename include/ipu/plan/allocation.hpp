@@ -47,13 +47,13 @@ struct buffer_request {
 };
 
 /// Offsets of `requests[0, count)` from the dynamic base, such that two buffers live at a
-/// common step never share a byte; buffers of 0 bytes get offset 0. The requests come in order
-/// of their first step. Greedy by size: the largest first (the earliest first among equals),
-/// each at the lowest offset clear of every placed buffer it overlaps. A buffer is compared
-/// only with those that start within the longest lifetime before it and no later than its end,
-/// so the cost grows with the buffers live at a time, not with their square. (Written for the
-/// constant evaluator: integer keys sort without a comparator, arrays are indexed through
-/// pointers.)
+/// common step never share a byte; buffers of 0 bytes get offset 0. Greedy by size: the
+/// largest first (the earliest first step first among equals, then the lowest index), each at
+/// the lowest offset clear of every placed buffer it overlaps. The placed buffers are kept in
+/// a list ordered by offset, which a buffer walks only up to the first offset above its own
+/// end, so the cost grows with the buffers below it, whatever their lifetimes (a training
+/// step's stashed activations live through most of its steps). (Written for the constant
+/// evaluator: integer keys sort without a comparator, arrays are indexed through pointers.)
 template <std::size_t M>
 constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& requests, int count) noexcept {
   static_assert(M < (std::size_t{1} << 16), "pack: at most 65535 buffers");
@@ -62,39 +62,33 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
   std::int64_t* offset = offsets.data();
   // Sort keys: bytes descending, then first step, then index (16 bits each for the last two).
   std::array<std::int64_t, M> keys{};
-  int sized = 0, longest = 0;
+  int sized = 0;
   for (int k = 0; k < count; ++k) {
     if (r[k].bytes <= 0) continue;
     const std::int64_t bytes = std::min<std::int64_t>(r[k].bytes, (std::int64_t{1} << 31) - 1);
     keys.data()[sized++] = ((std::int64_t{1} << 31) - 1 - bytes) << 32 | std::int64_t{r[k].first & 0xffff} << 16 | k;
-    longest = std::max(longest, r[k].last - r[k].first);
   }
   std::sort(keys.begin(), keys.begin() + sized);
-  std::array<bool, M> placed_flags{};
-  bool* placed = placed_flags.data();
-  struct span {
-    std::int64_t begin = 0, end = 0;
-  };
-  std::array<span, M> taken_spans{};
-  span* taken = taken_spans.data();
+  // The placed buffers as a list in order of offset: `next[q]` follows `q`, -1 ends it. Each
+  // buffer's steps and end are copied to plain arrays: the walks read nothing else.
+  std::array<int, M> next_storage{}, first_storage{}, last_storage{};
+  std::array<std::int64_t, M> end_storage{};
+  int *next = next_storage.data(), *first = first_storage.data(), *last = last_storage.data();
+  std::int64_t* end = end_storage.data();
+  int head = -1;
   for (int k = 0; k < sized; ++k) {
     const int i = static_cast<int>(keys.data()[k] & 0xffff);
-    const buffer_request b = r[i];
-    // The placed buffers it overlaps, kept in order of offset.
-    int n = 0;
-    int lo = i;
-    while (lo > 0 && r[lo - 1].first >= b.first - longest) --lo;
-    for (int q = lo; q < count && r[q].first <= b.last; ++q) {
-      if (!placed[q] || r[q].last < b.first) continue;
-      const span s{offset[q], offset[q] + r[q].bytes};
-      int at = n++;
-      for (; at > 0 && taken[at - 1].begin > s.begin; --at) taken[at] = taken[at - 1];
-      taken[at] = s;
-    }
+    const int f = r[i].first, l = r[i].last;
+    const std::int64_t bytes = r[i].bytes;
     std::int64_t lowest = 0;
-    for (int q = 0; q < n && lowest + b.bytes > taken[q].begin; ++q) lowest = std::max(lowest, taken[q].end);
+    for (int q = head; q >= 0 && offset[q] < lowest + bytes; q = next[q])
+      if (first[q] <= l && f <= last[q] && end[q] > lowest) lowest = end[q];
     offset[i] = lowest;
-    placed[i] = true;
+    first[i] = f, last[i] = l, end[i] = lowest + bytes;
+    int* link = &head;  // after the last placed buffer at or below `lowest`
+    while (*link >= 0 && offset[*link] <= lowest) link = &next[*link];
+    next[i] = *link;
+    *link = i;
   }
   return offsets;
 }

@@ -52,9 +52,12 @@ struct node_plan {
   int fused_end = -1;   ///< fast mode, for a node computing its own step: the last node its epilogue computes
 };
 
-/// What a step does to its node. Inference has forward steps only.
+/// What a step does to its node. Inference has forward steps only; a training step
+/// (`plan/training.hpp`) has all three.
 enum class step_phase : std::uint8_t {
-  forward,  ///< computes the node's output from its inputs
+  forward,   ///< computes the node's output from its inputs
+  backward,  ///< computes the gradients of its inputs and weights from its output's
+  update,    ///< applies the optimiser to its trainable tensors
 };
 
 /// One step of a plan: a phase of a node, on the node's IPU or on the host. Executors run a

@@ -275,6 +275,21 @@ constexpr void accumulate_padding(std::array<std::int64_t, T>& acc, const tensor
   for_each_part(u, [&](int tile, std::int64_t units) { acc[static_cast<std::size_t>(tile)] += pad(units); });
 }
 
+/// The temporaries (or, with `temporaries` false, the exchange buffers) of a step over all the
+/// tiles of its work `u`, without visiting them: every segment alike, `big` parts of `q + 1`
+/// grains, `small` of `q`, and the last.
+constexpr std::int64_t transient_sum(const step_model& step, const linear_mapping& u, bool temporaries) noexcept {
+  if (u.parts == 0) return 0;
+  const auto f = [&](std::int64_t units) {
+    const transient_bytes t = transient_on(step, units);
+    return temporaries ? t.temporaries : t.exchange;
+  };
+  const std::int64_t sp = u.segment_parts(), q = u.grains / sp, r = u.grains % sp;
+  const std::int64_t last = u.end(sp - 1) - u.begin(sp - 1);
+  const std::int64_t big = r > 0 ? r - 1 : 0, small = sp - 1 - big;
+  return u.segments * (big * f((q + 1) * u.grain) + small * f(q * u.grain) + f(last));
+}
+
 /// The dynamic buffers of IPU `ipu` and their offsets: what `plan_ipu` adds to a plan.
 template <std::size_t N>
 struct ipu_allocation {
@@ -353,18 +368,6 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
   };
   std::array<std::int64_t, N> dies_total{};
   std::int64_t live_total = 0;
-  const auto tile_sum = [](const step_model& step, const linear_mapping& u, bool temporaries) {
-    if (u.parts == 0) return std::int64_t{0};
-    const auto f = [&](std::int64_t units) {
-      const transient_bytes t = transient_on(step, units);
-      return temporaries ? t.temporaries : t.exchange;
-    };
-    // Every segment alike: `big` parts of q + 1 grains, `small` of q, and the last.
-    const std::int64_t sp = u.segment_parts(), q = u.grains / sp, r = u.grains % sp;
-    const std::int64_t last = u.end(sp - 1) - u.begin(sp - 1);
-    const std::int64_t big = r > 0 ? r - 1 : 0, small = sp - 1 - big;
-    return u.segments * (big * f((q + 1) * u.grain) + small * f(q * u.grain) + f(last));
-  };
   for (int s = 0; s < static_cast<int>(N); ++s) {
     const std::int64_t bytes = size_of(p.at(s).type);
     if (p.held_to(ipu, s) >= s) {
@@ -378,9 +381,9 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
       const std::array<std::int64_t, 3> parts = scratch(s);
       request(-1 - s, s, s, parts[0] + parts[1] + parts[2]);
       im.totals.activations = std::max(im.totals.activations, live_total);
-      im.totals.temporaries = std::max(im.totals.temporaries, tile_sum(np.step, np.work.units, true));
+      im.totals.temporaries = std::max(im.totals.temporaries, transient_sum(np.step, np.work.units, true));
       im.totals.exchange =
-          std::max(im.totals.exchange, tile_sum(np.step, np.work.units, false) +
+          std::max(im.totals.exchange, transient_sum(np.step, np.work.units, false) +
                                            (np.sends ? np.copy.elements() * bytes : 0));
     }
     live_total -= dies_total[static_cast<std::size_t>(s)];
@@ -715,18 +718,31 @@ struct fit_check {
 
 }  // namespace detail
 
-/// The memory plan of graph `G` on `Target` with `Opts`, computed at compile time.
-template <Graph G, Target T, options Opts = options{}>
+namespace detail {
+/// Whether `T` is an `ipu::training<G, Opts>` (`plan/training.hpp`).
+template <class T>
+struct is_training_spec : std::false_type {};
+}  // namespace detail
+
+/// What the plan accepts: a graph, or a graph trained (`ipu::training<G, Opts>`).
+template <class T>
+concept Plannable = Graph<T> || detail::is_training_spec<std::remove_cvref_t<T>>::value;
+
+/// The memory plan of graph `G` on `Target` with `Opts`, computed at compile time; for
+/// `ipu::training<G, TrainOpts>`, the plan of a training step (`ipu::training_plan`).
+template <Plannable G, Target T, options Opts = options{}>
 inline constexpr const auto& plan_v = detail::plan_info<G, T, Opts>::value;
 
-/// Whether every tile of every IPU of `T` holds `G`'s plan.
-template <Graph G, Target T, options Opts = options{}>
+/// Whether every tile of every IPU of `T` holds `G`'s plan (or its training step's).
+template <Plannable G, Target T, options Opts = options{}>
 inline constexpr bool fits_v = plan_v<G, T, Opts>.fits;
 
 /// `true` when `G` fits `T`; otherwise a compile error naming the IPU, the tile, the layer at
 /// the tile's peak, the largest category and the bytes needed and available. Use it as
-/// `static_assert(ipu::require_fit<G, ipu::mk2>);`.
-template <Graph G, Target T, options Opts = options{}>
+/// `static_assert(ipu::require_fit<G, ipu::mk2>);`. For `ipu::training<G, TrainOpts>`, the
+/// error names the category with the most bytes at the peak, the layer of its largest buffer,
+/// and the step.
+template <Plannable G, Target T, options Opts = options{}>
 inline constexpr bool require_fit = detail::fit_check<std::remove_cvref_t<G>, T, Opts>::value;
 
 }  // namespace ipu

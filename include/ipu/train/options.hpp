@@ -11,6 +11,7 @@
 ///     .schedule = ipu::cosine_decay(10'000, 500)};
 /// ```
 
+#include <ipu/core/dtype.hpp>
 #include <ipu/core/scalar.hpp>
 
 #include <cmath>
@@ -187,7 +188,15 @@ constexpr lr_schedule cosine_decay(std::int64_t steps, std::int64_t warmup_steps
 struct train_options {
   ipu::optimizer optimizer = ipu::sgd{};             ///< the optimiser and its hyper-parameters
   ipu::loss loss = ipu::loss::softmax_cross_entropy;  ///< the loss
-  lr_schedule schedule{};                              ///< the learning rate over the steps
+  /// The type of the master weights and the optimiser state of an f16 graph: `dtype::f32` keeps
+  /// an f32 copy of the trainable tensors, updated in f32 and rounded to f16 for the next step
+  /// (Graphcore's "16.32"); `dtype::f16` updates the f16 weights themselves ("16.16"). An f32
+  /// graph's weights are its master weights either way.
+  dtype master_weights = dtype::f32;
+  /// The learning rate over the steps. Last: clang 16 emits a wrong template parameter object
+  /// for a `train_options` whose defaulted `lr_schedule` is followed by another member (the
+  /// schedule's warm-up read as 2^32).
+  lr_schedule schedule{};
   /// Equal when every field is.
   constexpr bool operator==(const train_options&) const = default;
 };

@@ -1,0 +1,686 @@
+#pragma once
+/// \file
+/// The training memory plan: `ipu::training<G, Opts>` names graph `G` trained with `Opts`, and
+/// `ipu::plan_v`, `ipu::fits_v` and `ipu::require_fit` accept it wherever they accept a graph.
+///
+/// A training step runs, on the graph's IPU, a **forward** step per node (as inference does),
+/// then a **backward** step per node in reverse order (every node but the input: the gradients
+/// of its inputs and of its weights from the gradient of its output; the loss is part of the
+/// last node's backward step), then an **update** step per node with trainable tensors (the
+/// optimiser). At step `s`, a tile holds
+///
+///   - **always live:** the weights (every tensor of `ipu::weights`, batch norm's running
+///     statistics too, in the graph's element type, each mapped with the linear rule from tile
+///     0); the **master weights**, an f32 copy of the trainable tensors, when `Opts.master_weights`
+///     is wider than the graph's element type (Graphcore's "16.32"; none for "16.16" or an f32
+///     graph); the **optimiser state**, `optimizer::state_tensors()` tensors per trainable tensor,
+///     in the wider of the two types; the **code**: inference's, plus a backward step's
+///     (twice a forward step's vertices and worklists for a convolution or dense layer, whose
+///     backward is two convolutions, the input's gradient and the weights'; once for the others),
+///     an update vertex on every tile holding a trainable tensor, each op's codelets twice
+///     (forward and backward) and the optimiser's once, and control per step;
+///   - **activations** stashed for the backward pass: each node's output lives from its forward
+///     step to its own backward step (the graph's input to the last backward step that reads
+///     it), as the host executor keeps them (`runtime::training_pass`);
+///   - **gradients:** of each node's output, in the graph's element type, from the backward step
+///     that first adds to it (its last reader's) to its own backward step; of each trainable
+///     tensor, from its node's backward step to its update step;
+///   - the **temporaries** and **exchange** buffers of step `s`: a forward step's as inference
+///     plans them; a backward step's as its forward step's, the model's assumption (a
+///     convolution's backward runs two convolutions of the forward's size one after the other
+///     in the same buffers); an update step's none (each tile updates its own shard in place).
+///
+/// As for inference the plan is an allocation: every dynamic buffer gets one offset on every
+/// tile (`pack`), and a tile's peak is the highest byte its buffers reach. Training runs on one
+/// IPU: a graph with blocks on other IPUs or on the host is a compile error (pipelining comes
+/// with its own plan).
+
+#include <ipu/plan/plan.hpp>
+#include <ipu/train/options.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace ipu {
+
+/// Graph `G` trained with `Opts`: pass it to `ipu::plan_v`, `ipu::fits_v` or `ipu::require_fit`
+/// in place of the graph for the plan of a training step.
+///
+/// ```
+/// using training_t = ipu::training<model_t, topts>;
+/// static_assert(ipu::require_fit<training_t, ipu::mk2>);
+/// ```
+template <Graph G, train_options Opts = train_options{}>
+struct training {
+  using graph_type = std::remove_cvref_t<G>;     ///< the graph trained
+  static constexpr train_options options = Opts;  ///< how
+};
+
+/// The memory categories of a tile in training. The first four are always live. The
+/// enumerators are in this order, 0 to 7, so a category can index an array of
+/// `training_category_count` entries.
+enum class training_category : std::uint8_t {
+  weights, master_weights, optimizer_state, code, activations, gradients, temporaries, exchange
+};
+
+/// Number of enumerators in `training_category`.
+inline constexpr int training_category_count = 8;
+
+/// `"weights"`, `"master weights"`, `"optimiser state"`, `"code"`, `"stashed activations"`,
+/// `"gradients"`, `"temporaries"` or `"exchange"`.
+constexpr std::string_view name_of(training_category c) noexcept {
+  constexpr std::string_view names[training_category_count] = {
+      "weights", "master weights", "optimiser state", "code", "stashed activations", "gradients", "temporaries", "exchange"};
+  return names[static_cast<int>(c)];
+}
+
+/// Bytes of one tile (or one IPU) in training, by category.
+struct training_bytes {
+  std::int64_t weights = 0;          ///< every tensor of the layers, in the graph's element type
+  std::int64_t master_weights = 0;   ///< the wider copy of the trainable tensors ("16.32")
+  std::int64_t optimizer_state = 0;  ///< momentum, or Adam's and LAMB's two moments
+  std::int64_t code = 0;             ///< code, vertex state and control of every step
+  std::int64_t activations = 0;      ///< forward outputs live at the step, kept for the backward pass
+  std::int64_t gradients = 0;        ///< gradients of outputs and of trainable tensors live at the step
+  std::int64_t temporaries = 0;      ///< the step's partial sums
+  std::int64_t exchange = 0;         ///< the step's received windows, weights and operands
+
+  /// Bytes of category \p c.
+  constexpr std::int64_t operator[](training_category c) const noexcept {
+    constexpr std::int64_t training_bytes::*members[training_category_count] = {
+        &training_bytes::weights, &training_bytes::master_weights, &training_bytes::optimizer_state,
+        &training_bytes::code, &training_bytes::activations, &training_bytes::gradients,
+        &training_bytes::temporaries, &training_bytes::exchange};
+    return this->*members[static_cast<int>(c)];
+  }
+  /// Bytes that stay for the whole program: weights, master weights, optimiser state, code.
+  constexpr std::int64_t always_live() const noexcept { return weights + master_weights + optimizer_state + code; }
+  /// Bytes that come and go with the steps.
+  constexpr std::int64_t not_always_live() const noexcept { return activations + gradients + temporaries + exchange; }
+  /// All eight categories.
+  constexpr std::int64_t total() const noexcept { return always_live() + not_always_live(); }
+  /// The category with the most bytes (the first one on a tie).
+  constexpr training_category largest() const noexcept {
+    training_category best = training_category::weights;
+    for (int c = 1; c < training_category_count; ++c)
+      if ((*this)[training_category{static_cast<std::uint8_t>(c)}] > (*this)[best]) best = training_category{static_cast<std::uint8_t>(c)};
+    return best;
+  }
+  /// Adds the bytes of \p o category by category; returns `*this`.
+  constexpr training_bytes& operator+=(const training_bytes& o) noexcept {
+    weights += o.weights, master_weights += o.master_weights, optimizer_state += o.optimizer_state, code += o.code;
+    activations += o.activations, gradients += o.gradients, temporaries += o.temporaries, exchange += o.exchange;
+    return *this;
+  }
+  /// Equal when every category holds the same bytes.
+  constexpr bool operator==(const training_bytes&) const = default;
+};
+
+/// One tensor of a layer in training: where it lives and whether training updates it.
+struct training_tensor {
+  tensor_mapping mapping{};  ///< mapped with the linear rule from tile 0
+  bool trainable = false;    ///< updated by its gradient (`ops::tensor_spec::trainable`)
+};
+
+/// The plan of one node in training: its steps, its tensors, how long its output and its
+/// gradients live, and where each of its dynamic buffers is (bytes from the tile's dynamic
+/// base, the same on every tile; -1 for a buffer it does not have).
+struct training_node {
+  std::array<training_tensor, 4> tensors{};  ///< in the order of `ipu::weights`
+  int tensor_count = 0;                      ///< entries of `tensors` in use
+  int forward = -1;     ///< its forward step
+  int backward = -1;    ///< its backward step; -1 for the graph's input
+  int update = -1;      ///< its update step; -1 without trainable tensors
+  int stash_last = -1;  ///< the last step its output is kept (its backward step; for the input, its first reader's)
+  int grad_first = -1;  ///< the step that first adds to its output's gradient; -1 for the input
+  std::int64_t output_offset = -1;  ///< its output
+  std::int64_t grad_offset = -1;    ///< its output's gradient
+  std::array<std::int64_t, 4> weight_grad_offset{-1, -1, -1, -1};  ///< each trainable tensor's gradient
+  step_buffers forward_buffers{};   ///< its forward step's temporaries and exchange buffers
+  step_buffers backward_buffers{};  ///< its backward step's
+};
+
+/// The training plan of one IPU.
+struct training_memory {
+  std::int64_t capacity = 0;  ///< bytes per tile
+  std::int64_t peak = 0;      ///< the highest byte the allocation reaches on any tile: what must fit
+  int peak_tile = -1;         ///< the tile of the peak
+  /// Of the steps the buffer reaching the peak lives through, the one with the most bytes in
+  /// use on the peak tile; -1 if the peak is always-live memory.
+  int peak_step = -1;
+  /// Of the buffers in use on the peak tile at the peak step, the category with the most bytes
+  /// (activations, gradients, or `temporaries` for the steps' temporaries and exchange buffers
+  /// together), and the node whose buffer of it is the largest (`peak_node`; -1 when the peak
+  /// is always-live memory, whose largest category `at_peak.largest()` gives).
+  training_category peak_category = training_category::code;
+  int peak_node = -1;          ///< the node of that buffer
+  training_bytes at_peak{};    ///< the peak tile's bytes in use at the peak step, by category
+  /// Summed over the IPU's tiles: the always-live categories; for the others, the largest sum
+  /// over the steps.
+  training_bytes totals{};
+  std::int64_t max_always_live = 0;  ///< the largest always-live bytes of a tile
+  bool fits = true;                  ///< `peak <= capacity`
+  /// Bytes of the peak that no buffer uses at the peak step: alignment and gaps.
+  constexpr std::int64_t unused_at_peak() const noexcept { return peak - at_peak.total(); }
+};
+
+/// The plan of a training step of a graph of `N` nodes in `S` steps on a target of `Ipus` IPUs.
+/// Obtain it as `ipu::plan_v<ipu::training<G, Opts>, Target, Options>`. Node `j`'s steps are
+/// `node_of(j).forward`, `.backward` and `.update`; `steps[s]` says what step `s` does.
+template <std::size_t N, std::size_t S, int Ipus>
+struct training_plan {
+  const plan<N, Ipus>* inference = nullptr;  ///< the inference plan: outputs' mappings, steps' work
+  train_options train{};                     ///< the training options
+  std::array<training_node, N> nodes{};      ///< indexed as the node table
+  std::array<plan_step, S> steps{};          ///< forward steps, backward steps, update steps
+  std::array<training_memory, static_cast<std::size_t>(Ipus)> ipus{};  ///< by IPU; only IPU 0 holds the model
+  bool fits = true;    ///< every IPU fits
+  plan_error error{};  ///< why the graph cannot be planned for training; `kind == none` if it can
+
+  static constexpr std::size_t size = N;        ///< nodes of the graph
+  static constexpr std::size_t step_count = S;  ///< steps of a training step
+  static constexpr int ipu_count = Ipus;        ///< IPUs of the target
+
+  /// Node \p j of the table.
+  constexpr const node& at(int j) const noexcept { return inference->at(j); }
+  /// The training plan of node \p j.
+  constexpr const training_node& node_of(int j) const noexcept { return nodes[static_cast<std::size_t>(j)]; }
+  /// The chip of the target's IPUs.
+  constexpr const chip_spec& chip() const noexcept { return inference->chip; }
+  /// Bytes per element of the graph's tensors at node \p j.
+  constexpr std::int64_t element_bytes(int j) const noexcept { return size_of(at(j).type); }
+  /// Bytes per element of node \p j's master weights and optimiser state: the wider of
+  /// `master_weights` and the graph's type.
+  constexpr std::int64_t update_bytes(int j) const noexcept { return std::max(size_of(train.master_weights), element_bytes(j)); }
+
+  /// Always-live bytes of `tile` on IPU 0 but its code, by category.
+  constexpr training_bytes tensors_on(int tile) const noexcept {
+    training_bytes m;
+    const int state = train.optimizer.state_tensors();
+    for (int j = 0; j < static_cast<int>(N); ++j) {
+      const training_node& t = node_of(j);
+      const std::int64_t eb = element_bytes(j), ub = update_bytes(j);
+      for (int w = 0; w < t.tensor_count; ++w) {
+        const training_tensor& tt = t.tensors[static_cast<std::size_t>(w)];
+        const std::int64_t e = tt.mapping.elements_on(tile);
+        m.weights += e * eb;
+        if (!tt.trainable) continue;
+        m.master_weights += ub > eb ? e * ub : 0;
+        m.optimizer_state += state * e * ub;
+      }
+    }
+    return m;
+  }
+  /// Bytes of `tile` on IPU 0 while step `step` runs, by category, the code not counted (the
+  /// plan's `ipus[0].at_peak` has it).
+  constexpr training_bytes usage_without_code(int tile, int step) const noexcept {
+    training_bytes m = tensors_on(tile);
+    for (int j = 0; j < static_cast<int>(N); ++j) {
+      const training_node& t = node_of(j);
+      const std::int64_t out = inference->plan_of(j).output.elements_on(tile) * element_bytes(j);
+      if (t.forward <= step && step <= t.stash_last) m.activations += out;
+      if (t.grad_first >= 0 && t.grad_first <= step && step <= t.backward) m.gradients += out;
+      if (t.backward <= step && step <= t.update)
+        for (int w = 0; w < t.tensor_count; ++w)
+          if (t.tensors[static_cast<std::size_t>(w)].trainable)
+            m.gradients += t.tensors[static_cast<std::size_t>(w)].mapping.elements_on(tile) * element_bytes(j);
+      if (step == t.forward || step == t.backward) {
+        const node_plan& np = inference->plan_of(j);
+        const transient_bytes tr = transient_on(np.step, np.work.units.elements_on(tile));
+        m.temporaries += tr.temporaries;
+        m.exchange += tr.exchange;
+      }
+    }
+    return m;
+  }
+};
+
+namespace detail {
+
+template <Graph G, train_options O>
+struct is_training_spec<training<G, O>> : std::true_type {};
+
+/// Whether node `n`'s layer has a tensor that training updates.
+constexpr bool has_trainable(const node& n) noexcept {
+  const ops::tensor_specs specs = n.kind.info->tensors(n);
+  for (const ops::tensor_spec& t : specs.view())
+    if (t.trainable) return true;
+  return false;
+}
+
+/// Steps of a training step of `table`: a forward step per node, a backward step per node but
+/// the input, an update step per node with trainable tensors.
+template <std::size_t N>
+constexpr std::size_t training_steps(const std::array<node, N>& table) noexcept {
+  std::size_t s = 0;
+  for (const node& n : table) s += 1 + (n.kind == op_of<ops::input> ? 0 : 1) + (has_trainable(n) ? 1 : 0);
+  return s;
+}
+
+/// One dynamic buffer of a training step: what it holds and whose it is. A tensor's bytes on a
+/// tile follow its mapping; a step's scratch follows the step's work (temporaries, then the
+/// exchange buffers).
+struct training_buffer {
+  training_category category = training_category::activations;  ///< activations, gradients or temporaries (a step's scratch)
+  int node = 0;                          ///< whose
+  int tensor = -1;                       ///< a weight gradient's tensor; -1 otherwise
+  const tensor_mapping* mapping = nullptr;  ///< a tensor's mapping; null for a step's scratch
+  std::int64_t element_bytes = 0;        ///< a tensor's bytes per element
+  std::int64_t temporaries_room = 0;     ///< a step's scratch: the aligned temporaries of its fullest tile
+};
+
+/// The tiles `[first, end)` a mapping's units are on.
+constexpr std::pair<int, int> tiles_of(const linear_mapping& u) noexcept {
+  return {u.first_tile, u.first_tile + static_cast<int>(u.parts)};
+}
+
+/// The training plan's memory of IPU 0: always-live bytes per tile, the dynamic buffers and
+/// their offsets (`pack`), the peak, as `plan_ipu` finds them for inference.
+template <std::size_t N, std::size_t S, int Ipus, int Tiles>
+consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
+  constexpr std::size_t T = static_cast<std::size_t>(Tiles);
+  const plan<N, Ipus>& inf = *p.inference;
+  const fixed_costs& f = inf.opts.fixed;
+  training_memory& im = p.ipus[0];
+  im.capacity = inf.chip.bytes_per_tile;
+
+  // Always live: code, a difference array over tiles; the tensors, each distinct mapping and
+  // element size once, `count` tensors of it.
+  std::array<std::int64_t, T> base{}, always{};
+  std::array<std::int64_t, T + 1> code_steps{};
+  std::array<weight_term, 12 * N + 1> distinct{};
+  int distinct_count = 0;
+  const auto add_tensors = [&](const tensor_mapping& m, std::int64_t bytes, int count) {
+    if (count <= 0 || bytes <= 0) return;
+    int k = 0;
+    while (k < distinct_count && !(distinct[static_cast<std::size_t>(k)].mapping == m && distinct[static_cast<std::size_t>(k)].bytes == bytes)) ++k;
+    if (k == distinct_count) distinct[static_cast<std::size_t>(distinct_count++)] = {m, bytes, 0};
+    distinct[static_cast<std::size_t>(k)].count += count;
+  };
+  const auto code_on_tiles = [&](std::int64_t bytes, int tiles) {
+    code_steps[0] += bytes;
+    code_steps[static_cast<std::size_t>(std::min(Tiles, tiles))] -= bytes;
+  };
+  const int state = p.train.optimizer.state_tensors();
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    const training_node& t = p.node_of(j);
+    const node_plan& np = inf.plan_of(j);
+    const std::int64_t eb = p.element_bytes(j), ub = p.update_bytes(j);
+    const std::int64_t step_code = inf.step_code_on(j, 0);
+    code_on_tiles(step_code, np.work.tiles());
+    if (t.backward >= 0) code_on_tiles((np.step.kind == step_kind::conv ? 2 : 1) * step_code, np.work.tiles());
+    int update_tiles = 0;
+    for (int w = 0; w < t.tensor_count; ++w) {
+      const training_tensor& tt = t.tensors[static_cast<std::size_t>(w)];
+      add_tensors(tt.mapping, eb, 1);
+      if (!tt.trainable) continue;
+      update_tiles = std::max(update_tiles, tt.mapping.tiles());
+      if (ub > eb) add_tensors(tt.mapping, ub, 1);
+      add_tensors(tt.mapping, ub, state);
+      const std::int64_t e = tt.mapping.elements();
+      im.totals.master_weights += ub > eb ? e * ub : 0;
+      im.totals.optimizer_state += state * e * ub;
+    }
+    for (int w = 0; w < t.tensor_count; ++w) im.totals.weights += t.tensors[static_cast<std::size_t>(w)].mapping.elements() * eb;
+    if (t.update >= 0) code_on_tiles(f.vertex_state_bytes + f.exchange_code_bytes, update_tiles);
+  }
+  for (int k = 0; k < distinct_count; ++k) {
+    const weight_term& w = distinct[static_cast<std::size_t>(k)];
+    accumulate(always, w.mapping, w.count * w.bytes);
+    accumulate_padding(base, w.mapping, w.bytes, w.count);
+  }
+  const int codelet_sets = 2 * inf.codelets[0] + 1;  // each op's forward and backward, and the optimiser's
+  const std::int64_t fixed_code =
+      f.runtime_bytes + codelet_sets * f.codelet_bytes + static_cast<std::int64_t>(S) * f.control_bytes;
+  std::int64_t running = 0, max_base = 0;
+  for (std::size_t t = 0; t < T; ++t) {
+    running += code_steps[t];
+    im.totals.code += fixed_code + running;
+    base[t] += always[t] + aligned(fixed_code + running);
+    always[t] += fixed_code + running;
+    im.max_always_live = std::max(im.max_always_live, always[t]);
+    max_base = std::max(max_base, base[t]);
+  }
+
+  // The dynamic buffers, in order of their first step (as `pack` wants them).
+  constexpr std::size_t M = 8 * N;  // an output, its gradient, four tensors' gradients, two steps' scratch
+  std::array<training_buffer, M> made{};
+  std::array<buffer_request, M> made_requests{};
+  int count = 0;
+  const auto request = [&](int first, int last, std::int64_t bytes, training_buffer b) {
+    if (bytes <= 0) return;
+    made[static_cast<std::size_t>(count)] = b;
+    made_requests[static_cast<std::size_t>(count++)] = {first, last, bytes};
+  };
+  std::array<std::int64_t, S + 1> active_sum{}, grad_sum{};  // IPU-wide bytes, difference arrays over steps
+  const auto over_steps = [](std::array<std::int64_t, S + 1>& a, int first, int last, std::int64_t bytes) {
+    a[static_cast<std::size_t>(first)] += bytes;
+    a[static_cast<std::size_t>(last + 1)] -= bytes;
+  };
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    const training_node& t = p.node_of(j);
+    const node_plan& np = inf.plan_of(j);
+    const std::int64_t eb = p.element_bytes(j);
+    request(t.forward, t.stash_last, aligned(np.output.max_elements_per_tile() * eb),
+            {training_category::activations, j, -1, &np.output, eb, 0});
+    over_steps(active_sum, t.forward, t.stash_last, np.output.elements() * eb);
+    if (t.grad_first >= 0) {
+      request(t.grad_first, t.backward, aligned(np.output.max_elements_per_tile() * eb),
+              {training_category::gradients, j, -1, &np.output, eb, 0});
+      over_steps(grad_sum, t.grad_first, t.backward, np.output.elements() * eb);
+    }
+    for (int w = 0; w < t.tensor_count; ++w) {
+      const training_tensor& tt = t.tensors[static_cast<std::size_t>(w)];
+      if (!tt.trainable) continue;
+      request(t.backward, t.update, aligned(tt.mapping.max_elements_per_tile() * eb),
+              {training_category::gradients, j, w, &tt.mapping, eb, 0});
+      over_steps(grad_sum, t.backward, t.update, tt.mapping.elements() * eb);
+    }
+    const std::int64_t temporaries = aligned(np.transient_max.temporaries), exchange = aligned(np.transient_max.exchange);
+    for (int s : {t.forward, t.backward})
+      if (s >= 0) request(s, s, temporaries + exchange, {training_category::temporaries, j, -1, nullptr, 0, temporaries});
+  }
+  std::array<std::int64_t, M> order_keys{};
+  for (int k = 0; k < count; ++k)
+    order_keys[static_cast<std::size_t>(k)] = std::int64_t{made_requests[static_cast<std::size_t>(k)].first} << 32 | k;
+  std::sort(order_keys.begin(), order_keys.begin() + count);
+  std::array<training_buffer, M> buffers{};
+  std::array<buffer_request, M> requests{};
+  for (int k = 0; k < count; ++k) {
+    const int from = static_cast<int>(order_keys[static_cast<std::size_t>(k)] & 0xffffffff);
+    buffers[static_cast<std::size_t>(k)] = made[static_cast<std::size_t>(from)];
+    requests[static_cast<std::size_t>(k)] = made_requests[static_cast<std::size_t>(from)];
+  }
+  const std::array<std::int64_t, M> offset = pack(requests, count);
+  for (int k = 0; k < count; ++k) {
+    const training_buffer& b = buffers[static_cast<std::size_t>(k)];
+    training_node& t = p.nodes[static_cast<std::size_t>(b.node)];
+    const std::int64_t at = offset[static_cast<std::size_t>(k)];
+    const node_plan& np = inf.plan_of(b.node);
+    if (b.category == training_category::activations) {
+      t.output_offset = at;
+    } else if (b.category == training_category::gradients) {
+      (b.tensor < 0 ? t.grad_offset : t.weight_grad_offset[static_cast<std::size_t>(b.tensor)]) = at;
+    } else {
+      step_buffers& sb = requests[static_cast<std::size_t>(k)].first == t.forward ? t.forward_buffers : t.backward_buffers;
+      if (np.transient_max.temporaries > 0) sb.temporaries = at;
+      if (np.transient_max.exchange > 0) sb.exchange = at + b.temporaries_room;
+    }
+  }
+
+  // IPU-wide totals of the categories that come and go: the largest sum over the steps.
+  std::int64_t live = 0, grads = 0;
+  for (std::size_t s = 0; s < S; ++s) {
+    live += active_sum[s], grads += grad_sum[s];
+    im.totals.activations = std::max(im.totals.activations, live);
+    im.totals.gradients = std::max(im.totals.gradients, grads);
+  }
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    const node_plan& np = inf.plan_of(j);
+    im.totals.temporaries = std::max(im.totals.temporaries, transient_sum(np.step, np.work.units, true));
+    im.totals.exchange = std::max(im.totals.exchange, transient_sum(np.step, np.work.units, false));
+  }
+
+  // The peak, as `plan_ipu` finds it: buffers visited from the highest bound down while one
+  // can still beat the best peak found.
+  im.peak = max_base;
+  for (std::size_t t = 0; t < T; ++t)
+    if (base[t] == max_base) {
+      im.peak_tile = static_cast<int>(t);
+      break;
+    }
+  std::array<std::int64_t, T> highest_before{};  // highest base of tiles [0, t]
+  for (std::size_t t = 0; t < T; ++t) highest_before[t] = std::max(base[t], t > 0 ? highest_before[t - 1] : 0);
+  const auto footprint = [&](const training_buffer& b) {
+    return tiles_of(b.mapping ? b.mapping->units : inf.plan_of(b.node).work.units);
+  };
+  std::array<std::int64_t, M> keys{};
+  int bounded = 0;
+  for (int k = 0; k < count; ++k) {
+    const auto [first, end] = footprint(buffers[static_cast<std::size_t>(k)]);
+    if (first >= end) continue;
+    const std::int64_t highest = first == 0 ? highest_before[static_cast<std::size_t>(end - 1)] : max_base;
+    const std::int64_t bound = highest + offset[static_cast<std::size_t>(k)] + requests[static_cast<std::size_t>(k)].bytes;
+    if (bound > im.peak) keys[static_cast<std::size_t>(bounded++)] = ((std::int64_t{1} << 46) - bound) << 16 | k;
+  }
+  std::sort(keys.begin(), keys.begin() + bounded);
+  int top = -1;  // the buffer reaching the peak
+  for (int c = 0; c < bounded; ++c) {
+    const int k = static_cast<int>(keys[static_cast<std::size_t>(c)] & 0xffff);
+    if ((std::int64_t{1} << 46) - (keys[static_cast<std::size_t>(c)] >> 16) <= im.peak) break;
+    const training_buffer& b = buffers[static_cast<std::size_t>(k)];
+    const std::int64_t at = offset[static_cast<std::size_t>(k)];
+    const auto consider = [&](int tile, std::int64_t offset_on_tile, std::int64_t bytes) {
+      const std::int64_t reach = base[static_cast<std::size_t>(tile)] + offset_on_tile + aligned(bytes);
+      if (bytes > 0 && reach > im.peak) im.peak = reach, im.peak_tile = tile, top = k;
+    };
+    if (b.mapping) {
+      const tensor_mapping& m = *b.mapping;
+      for_each_part(m.units, [&](int tile, std::int64_t units) { consider(tile, at, units * m.unit_elements * b.element_bytes); });
+      continue;
+    }
+    const node_plan& np = inf.plan_of(b.node);
+    std::int64_t cached_units = -1;
+    transient_bytes tr{};
+    for_each_part(np.work.units, [&](int tile, std::int64_t units) {
+      if (units != cached_units) cached_units = units, tr = transient_on(np.step, units);
+      consider(tile, at, tr.temporaries);
+      consider(tile, at + b.temporaries_room, tr.exchange);
+    });
+  }
+  // The peak's step: of the steps the highest buffer lives through, the one with the most
+  // bytes in use on the peak tile.
+  // Then the category with the most bytes in use there and its largest buffer: what the error names.
+  if (top >= 0) {
+    const int tile = im.peak_tile;
+    std::array<std::int64_t, M> bytes_on_tile{};
+    std::array<std::int64_t, S + 1> in_use{};
+    for (int k = 0; k < count; ++k) {
+      const training_buffer& o = buffers[static_cast<std::size_t>(k)];
+      const buffer_request& r = requests[static_cast<std::size_t>(k)];
+      std::int64_t& bytes = bytes_on_tile[static_cast<std::size_t>(k)];
+      if (o.mapping) {
+        bytes = o.mapping->elements_on(tile) * o.element_bytes;
+      } else {
+        const node_plan& np = inf.plan_of(o.node);
+        bytes = transient_on(np.step, np.work.units.elements_on(tile)).total();
+      }
+      over_steps(in_use, r.first, r.last, bytes);
+    }
+    const buffer_request& r = requests[static_cast<std::size_t>(top)];
+    std::int64_t running_use = 0, most = -1;
+    for (int s = 0; s <= r.last; ++s) {
+      running_use += in_use[static_cast<std::size_t>(s)];
+      if (s >= r.first && running_use > most) most = running_use, im.peak_step = s;
+    }
+    const auto live = [&](int k) {
+      const buffer_request& q = requests[static_cast<std::size_t>(k)];
+      return q.first <= im.peak_step && im.peak_step <= q.last && bytes_on_tile[static_cast<std::size_t>(k)] > 0;
+    };
+    std::array<std::int64_t, training_category_count> by_category{};
+    for (int k = 0; k < count; ++k)
+      if (live(k)) by_category[static_cast<std::size_t>(buffers[static_cast<std::size_t>(k)].category)] += bytes_on_tile[static_cast<std::size_t>(k)];
+    for (training_category c : {training_category::activations, training_category::gradients, training_category::temporaries})
+      if (by_category[static_cast<std::size_t>(c)] > by_category[static_cast<std::size_t>(im.peak_category)]) im.peak_category = c;
+    std::int64_t largest = 0;
+    for (int k = 0; k < count; ++k)
+      if (live(k) && buffers[static_cast<std::size_t>(k)].category == im.peak_category && bytes_on_tile[static_cast<std::size_t>(k)] > largest) {
+        largest = bytes_on_tile[static_cast<std::size_t>(k)];
+        im.peak_node = buffers[static_cast<std::size_t>(k)].node;
+      }
+  }
+  const std::int64_t code_on_peak_tile = always[static_cast<std::size_t>(im.peak_tile)] - [&] {
+    const training_bytes m = p.tensors_on(im.peak_tile);
+    return m.weights + m.master_weights + m.optimizer_state;
+  }();
+  im.at_peak = im.peak_step >= 0 ? p.usage_without_code(im.peak_tile, im.peak_step) : p.tensors_on(im.peak_tile);
+  im.at_peak.code = code_on_peak_tile;
+  im.fits = im.peak <= im.capacity;
+}
+
+/// The training plan of `inf`'s graph with `topts`: its steps, tensors, lifetimes and memory.
+template <std::size_t N, std::size_t S, int Ipus, int Tiles>
+consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf, const train_options& topts) {
+  training_plan<N, S, Ipus> p;
+  p.inference = &inf;
+  p.train = topts;
+  for (training_memory& m : p.ipus) m.capacity = inf.chip.bytes_per_tile;
+  p.error = inf.error;
+  for (int j = 0; p.error.kind == plan_error_kind::none && j < static_cast<int>(N); ++j)
+    if (inf.at(j).ipu != 0) p.error = {plan_error_kind::training_on_one_ipu, j, inf.at(j).ipu, 0};
+  if (p.error.kind != plan_error_kind::none) {
+    p.fits = false;
+    return p;
+  }
+  // The steps: forward in table order, backward in reverse, updates in table order.
+  int s = 0;
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    p.nodes[static_cast<std::size_t>(j)].forward = s;
+    p.steps[static_cast<std::size_t>(s++)] = {j, step_phase::forward, 0};
+  }
+  for (int j = static_cast<int>(N) - 1; j >= 0; --j)
+    if (!(inf.at(j).kind == op_of<ops::input>)) {
+      p.nodes[static_cast<std::size_t>(j)].backward = s;
+      p.steps[static_cast<std::size_t>(s++)] = {j, step_phase::backward, 0};
+    }
+  for (int j = 0; j < static_cast<int>(N); ++j)
+    if (has_trainable(inf.at(j))) {
+      p.nodes[static_cast<std::size_t>(j)].update = s;
+      p.steps[static_cast<std::size_t>(s++)] = {j, step_phase::update, 0};
+    }
+  // The tensors, mapped as inference maps weights, and the lifetimes.
+  const chip_spec chip = with_tiles(inf.chip, inf.chip.tiles - inf.opts.io_tiles);
+  for (int j = 0; j < static_cast<int>(N); ++j) {
+    const node& n = inf.at(j);
+    training_node& t = p.nodes[static_cast<std::size_t>(j)];
+    const ops::tensor_specs specs = n.kind.info->tensors(n);
+    for (const ops::tensor_spec& spec : specs.view())
+      t.tensors[static_cast<std::size_t>(t.tensor_count++)] = {map_elements(spec.elements(), size_of(n.type), chip), spec.trainable};
+    t.stash_last = t.backward >= 0 ? t.backward : inf.held_to(0, j);
+    int last_reader = j + 1 == static_cast<int>(N) ? j : -1;
+    for (int k = j + 1; k < static_cast<int>(N); ++k)
+      if (inf.at(k).reads(j)) {
+        last_reader = std::max(last_reader, k);
+        if (t.backward < 0) t.stash_last = std::max(t.stash_last, p.node_of(k).backward);
+      }
+    if (t.backward >= 0) t.grad_first = p.node_of(last_reader >= 0 ? last_reader : j).backward;
+  }
+  plan_training_memory<N, S, Ipus, Tiles>(p);
+  for (const training_memory& m : p.ipus) p.fits = p.fits && m.fits;
+  return p;
+}
+
+template <Graph G, train_options O, class Target, options Opts>
+struct plan_info<training<G, O>, Target, Opts> {
+  using inference_t = plan_info<G, Target, Opts>;
+  static constexpr std::size_t size = inference_t::size;
+  static constexpr std::size_t steps = training_steps(graph_info<typename training<G, O>::graph_type>::nodes);
+  static constexpr training_plan<size, steps, Target::ipus> value =
+      make_training_plan<size, steps, Target::ipus, Target::chip.tiles>(inference_t::base, O);
+  /// The diagnostic of the plan's error, if it has one (a compile error; see `plan_info`).
+  using checked = decltype(report_plan_error<value.error, value.error.node >= 0 ? value.at(value.error.node).path : path_string{}>());
+};
+
+}  // namespace detail
+
+namespace diag {
+
+/// The category at a training plan's peak with the most bytes, as a type both compilers print.
+struct stashed_activations_of {};
+struct gradients_of {};
+struct temporaries_and_exchange_of {};
+/// The category at the peak with the most bytes (`What`) and the layer of its largest buffer;
+/// `always_live_memory` when no buffer reaches above the always-live region.
+template <class What, auto Layer>
+struct largest_is {};
+struct always_live_memory {};
+/// The phase of the step at the peak.
+struct forward_step {};
+struct backward_step {};
+struct update_step {};
+/// The step at the peak: its phase and layer.
+template <class Phase, auto Layer>
+struct during {};
+struct master_weights { std::int64_t bytes; };
+struct optimizer_state { std::int64_t bytes; };
+struct stashed_activations { std::int64_t bytes; };
+struct gradients { std::int64_t bytes; };
+
+template <on_ipu Ipu, on_tile Tile, class Buffer, class Step, bytes_needed Needed, bytes_available Available, weights W,
+          master_weights MW, optimizer_state OS, code C, stashed_activations A, gradients G, temporaries T, exchange E>
+struct training_tile_out_of_memory {
+  static_assert(Needed.value <= Available.value,
+                "ipu: a tile needs more memory than it has for a training step; lower the micro-batch, train in "
+                "16.16 (train_options::master_weights = ipu::dtype::f16), or use an optimiser keeping less state "
+                "(SGD without momentum keeps none)");
+  static constexpr bool value = false;
+};
+
+}  // namespace diag
+
+namespace detail {
+
+/// The category with the most bytes at a training plan's peak and the layer of its largest
+/// buffer, as the diagnostic prints them.
+template <bool AlwaysLive, training_category C, auto Layer>
+consteval auto largest_at_peak() {
+  if constexpr (AlwaysLive) return diag::always_live_memory{};
+  else if constexpr (C == training_category::activations) return diag::largest_is<diag::stashed_activations_of, Layer>{};
+  else if constexpr (C == training_category::gradients) return diag::largest_is<diag::gradients_of, Layer>{};
+  else return diag::largest_is<diag::temporaries_and_exchange_of, Layer>{};
+}
+
+/// The step at a training plan's peak, as the diagnostic prints it.
+template <step_phase Phase, auto Layer>
+consteval auto step_at_peak() {
+  if constexpr (Phase == step_phase::forward) return diag::during<diag::forward_step, Layer>{};
+  else if constexpr (Phase == step_phase::backward) return diag::during<diag::backward_step, Layer>{};
+  else return diag::during<diag::update_step, Layer>{};
+}
+
+/// Instantiates the training out-of-memory diagnostic for the peak `M` of IPU 0: the category
+/// with the most bytes there and the layer of its largest buffer (`Buffer`), and the step at
+/// the peak (`Phase` of `Step`).
+template <training_memory M, path_string Buffer, step_phase Phase, path_string Step>
+consteval auto report_training_out_of_memory() {
+  constexpr auto buffer_layer = diag::in_layer<Buffer.length + 1>{Buffer};
+  constexpr auto step_layer = diag::in_layer<Step.length + 1>{Step};
+  using buffer = decltype(largest_at_peak<M.peak_node < 0, M.peak_category, buffer_layer>());
+  using step = decltype(step_at_peak<Phase, step_layer>());
+  constexpr training_bytes a = M.at_peak;
+  return diag::training_tile_out_of_memory<
+      diag::on_ipu{0}, diag::on_tile{M.peak_tile}, buffer, step, diag::bytes_needed{M.peak}, diag::bytes_available{M.capacity},
+      diag::weights{a.weights}, diag::master_weights{a.master_weights}, diag::optimizer_state{a.optimizer_state},
+      diag::code{a.code}, diag::stashed_activations{a.activations}, diag::gradients{a.gradients},
+      diag::temporaries{a.temporaries}, diag::exchange{a.exchange}>::value;
+}
+
+/// The out-of-memory diagnostic of a training plan `P`, if it does not fit (a compile error).
+template <const auto& P>
+consteval auto report_training_fit() {
+  if constexpr (P.fits) {
+    return true;
+  } else if constexpr (P.error.kind != plan_error_kind::none) {
+    return report_plan_error<P.error, P.error.node >= 0 ? P.at(P.error.node).path : path_string{}>();
+  } else {
+    constexpr training_memory m = P.ipus[0];
+    return report_training_out_of_memory<m, m.peak_node >= 0 ? P.at(m.peak_node).path : path_string("always-live"),
+                                         m.peak_step >= 0 ? P.steps[static_cast<std::size_t>(m.peak_step)].phase : step_phase::forward,
+                                         m.peak_step >= 0 ? P.at(P.steps[static_cast<std::size_t>(m.peak_step)].node).path : path_string("always-live")>();
+  }
+}
+
+template <Graph G, train_options O, class Target, options Opts>
+struct fit_check<training<G, O>, Target, Opts> {
+  using checked = decltype(report_training_fit<plan_info<training<G, O>, Target, Opts>::value>());
+  static constexpr bool value = true;
+};
+
+}  // namespace detail
+
+}  // namespace ipu

@@ -1,0 +1,194 @@
+// The training memory plan (`ipu::training<G, Opts>`): its step table, the lifetimes of the
+// stashed activations and the gradients, the bytes of each category against arithmetic on the
+// layers' parameter counts, and its allocation: buffers live at a common step never share a
+// byte, and no tile at any step uses more than the peak.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace nn = ipu::nn;
+
+namespace {
+struct tiny {
+  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
+  static constexpr int ipus = 1;
+  static constexpr const char* name = "tiny";
+};
+
+// Trainable parameters: conv1 3*3*3*8 = 216, batch norms 3 x (8 + 8) = 48, block1.conv1 8*8 =
+// 64, block1.conv2 3*3*8*8 = 576, dense1 8*4 + 4 = 36: 940. Running statistics: 3 x (8 + 8) = 48.
+template <class T>
+constexpr auto net = ipu::input<T, 2, 8, 8, 3> | nn::conv<8, 3> | nn::batch_norm | nn::relu
+    | nn::residual(nn::conv<8, 1> | nn::batch_norm | nn::relu | nn::conv<8, 3> | nn::batch_norm) | nn::relu
+    | nn::global_avg_pool | nn::dense<4>;
+template <class T>
+using net_t = decltype(net<T>);
+constexpr std::int64_t trainable = 940, running = 48;
+
+constexpr ipu::train_options momentum{.optimizer = ipu::sgd{.learning_rate = 0.1, .momentum = 0.9}};
+constexpr ipu::train_options plain{.optimizer = ipu::sgd{.learning_rate = 0.1}};
+constexpr ipu::train_options adam{.optimizer = ipu::adam{}};
+constexpr ipu::train_options adam_16_16{.optimizer = ipu::adam{}, .master_weights = ipu::dtype::f16};
+
+template <class Plan>
+int node(const Plan& p, std::string_view path) {
+  return ipu::find_node(*p.inference->table, path);
+}
+
+// A dynamic buffer as the plan places it: live over steps [first, last], at `offset` with
+// room for its fullest tile.
+struct placed {
+  int first, last;
+  std::int64_t offset, bytes;
+};
+
+template <class Plan>
+std::vector<placed> buffers_of(const Plan& p) {
+  std::vector<placed> out;
+  const auto add = [&](int first, int last, std::int64_t offset, std::int64_t bytes) {
+    if (bytes > 0) out.push_back({first, last, offset, ipu::aligned(bytes)});
+  };
+  for (int j = 0; j < static_cast<int>(p.size); ++j) {
+    const ipu::training_node& t = p.node_of(j);
+    const ipu::node_plan& np = p.inference->plan_of(j);
+    const std::int64_t out_bytes = np.output.max_elements_per_tile() * p.element_bytes(j);
+    add(t.forward, t.stash_last, t.output_offset, out_bytes);
+    if (t.grad_first >= 0) add(t.grad_first, t.backward, t.grad_offset, out_bytes);
+    for (int w = 0; w < t.tensor_count; ++w)
+      if (t.tensors[static_cast<std::size_t>(w)].trainable)
+        add(t.backward, t.update, t.weight_grad_offset[static_cast<std::size_t>(w)],
+            t.tensors[static_cast<std::size_t>(w)].mapping.max_elements_per_tile() * p.element_bytes(j));
+    const std::int64_t scratch = ipu::aligned(np.transient_max.temporaries) + ipu::aligned(np.transient_max.exchange);
+    if (scratch > 0) {
+      add(t.forward, t.forward, np.transient_max.temporaries > 0 ? t.forward_buffers.temporaries : t.forward_buffers.exchange, scratch);
+      add(t.backward, t.backward, np.transient_max.temporaries > 0 ? t.backward_buffers.temporaries : t.backward_buffers.exchange, scratch);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a training step runs every node forward, every node but the input backward in reverse, then the updates") {
+  constexpr auto& p = ipu::plan_v<ipu::training<net_t<ipu::f32>, momentum>, tiny>;
+  constexpr int n = static_cast<int>(p.size);
+  // 3 convolutions, 3 batch norms and the dense layer have trainable tensors.
+  STATIC_REQUIRE(p.step_count == static_cast<std::size_t>(n + (n - 1) + 7));
+  for (int j = 0; j < n; ++j) {
+    CHECK(p.steps[static_cast<std::size_t>(j)].node == j);
+    CHECK(p.steps[static_cast<std::size_t>(j)].phase == ipu::step_phase::forward);
+    CHECK(p.node_of(j).forward == j);
+  }
+  for (int k = 0; k < n - 1; ++k) {
+    const ipu::plan_step& s = p.steps[static_cast<std::size_t>(n + k)];
+    CHECK(s.node == n - 1 - k);
+    CHECK(s.phase == ipu::step_phase::backward);
+  }
+  CHECK(p.node_of(0).backward == -1);
+  std::vector<int> updated;
+  for (std::size_t s = static_cast<std::size_t>(2 * n - 1); s < p.step_count; ++s) {
+    CHECK(p.steps[s].phase == ipu::step_phase::update);
+    updated.push_back(p.steps[s].node);
+  }
+  CHECK(updated == std::vector<int>{node(p, "conv1"), node(p, "batch_norm1"), node(p, "block1.conv1"),
+                                    node(p, "block1.batch_norm1"), node(p, "block1.conv2"), node(p, "block1.batch_norm2"),
+                                    node(p, "dense1")});
+  CHECK(p.node_of(node(p, "relu1")).update == -1);
+}
+
+TEST_CASE("outputs are stashed until their own backward step, gradients live from their last reader's backward step") {
+  constexpr auto& p = ipu::plan_v<ipu::training<net_t<ipu::f32>, momentum>, tiny>;
+  const int relu1 = node(p, "relu1"), add = node(p, "block1.add"), conv1 = node(p, "conv1");
+  // relu1 is read by the block's first conv and by its add (the shortcut): the add's backward
+  // runs first and starts its gradient, block1.conv1's adds to it.
+  CHECK(p.node_of(relu1).stash_last == p.node_of(relu1).backward);
+  CHECK(p.node_of(relu1).grad_first == p.node_of(add).backward);
+  CHECK(p.node_of(add).backward < p.node_of(node(p, "block1.conv1")).backward);
+  // The input is kept until conv1's backward (its kernel's gradient reads it) and has no gradient.
+  CHECK(p.node_of(0).stash_last == p.node_of(conv1).backward);
+  CHECK(p.node_of(0).grad_first == -1);
+  // The graph's output: its gradient comes from the loss, in its own backward step.
+  const int last = static_cast<int>(p.size) - 1;
+  CHECK(p.node_of(last).grad_first == p.node_of(last).backward);
+  CHECK(p.node_of(last).backward == static_cast<int>(p.size));
+}
+
+TEST_CASE("the training plan's categories hold the tensors' bytes for each precision and optimiser") {
+  // f32: the weights are the master weights; momentum one f32 state tensor, Adam two, plain SGD none.
+  constexpr auto& f32_momentum = ipu::plan_v<ipu::training<net_t<ipu::f32>, momentum>, tiny>.ipus[0].totals;
+  CHECK(f32_momentum.weights == (trainable + running) * 4);
+  CHECK(f32_momentum.master_weights == 0);
+  CHECK(f32_momentum.optimizer_state == trainable * 4);
+  CHECK(ipu::plan_v<ipu::training<net_t<ipu::f32>, plain>, tiny>.ipus[0].totals.optimizer_state == 0);
+  CHECK(ipu::plan_v<ipu::training<net_t<ipu::f32>, adam>, tiny>.ipus[0].totals.optimizer_state == 2 * trainable * 4);
+  // f16 "16.32": f16 weights, f32 master copies and f32 state.
+  constexpr auto& f16_adam = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>.ipus[0].totals;
+  CHECK(f16_adam.weights == (trainable + running) * 2);
+  CHECK(f16_adam.master_weights == trainable * 4);
+  CHECK(f16_adam.optimizer_state == 2 * trainable * 4);
+  // f16 "16.16": the f16 weights are updated themselves, the state is f16.
+  constexpr auto& f16_16 = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam_16_16>, tiny>.ipus[0].totals;
+  CHECK(f16_16.master_weights == 0);
+  CHECK(f16_16.optimizer_state == 2 * trainable * 2);
+  // Every output is stashed at the first backward step: the largest sum of stashed activations.
+  constexpr auto& p = ipu::plan_v<ipu::training<net_t<ipu::f32>, momentum>, tiny>;
+  std::int64_t outputs = 0;
+  for (int j = 0; j < static_cast<int>(p.size); ++j) outputs += p.at(j).out.elements() * 4;
+  CHECK(p.ipus[0].totals.activations == outputs);
+}
+
+TEST_CASE("the training plan's buffers never share a byte while both live, and no tile exceeds the peak") {
+  constexpr auto& p = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>;
+  const std::vector<placed> b = buffers_of(p);
+  REQUIRE(b.size() > 20);
+  for (std::size_t x = 0; x < b.size(); ++x) {
+    CHECK(b[x].offset >= 0);
+    CHECK(b[x].offset % ipu::buffer_alignment == 0);
+    for (std::size_t y = x + 1; y < b.size(); ++y)
+      if (b[x].first <= b[y].last && b[y].first <= b[x].last)
+        CHECK((b[x].offset + b[x].bytes <= b[y].offset || b[y].offset + b[y].bytes <= b[x].offset));
+  }
+  const ipu::training_memory& m = p.ipus[0];
+  REQUIRE(m.peak_step >= 0);
+  for (int tile = 0; tile < tiny::chip.tiles; ++tile)
+    for (int s = 0; s < static_cast<int>(p.step_count); ++s) CHECK(p.usage_without_code(tile, s).total() <= m.peak);
+  ipu::training_bytes at = p.usage_without_code(m.peak_tile, m.peak_step);
+  at.code = m.at_peak.code;
+  CHECK(at == m.at_peak);
+  CHECK(m.at_peak.total() <= m.peak);
+  CHECK(m.fits);
+}
+
+TEST_CASE("training needs more memory than inference, and more with a larger optimiser state") {
+  constexpr std::int64_t inference = ipu::plan_v<net_t<ipu::f16>, tiny>.ipus[0].peak;
+  constexpr std::int64_t sgd = ipu::plan_v<ipu::training<net_t<ipu::f16>, plain>, tiny>.ipus[0].peak;
+  constexpr std::int64_t with_momentum = ipu::plan_v<ipu::training<net_t<ipu::f16>, momentum>, tiny>.ipus[0].peak;
+  constexpr std::int64_t with_adam = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>.ipus[0].peak;
+  CHECK(inference < sgd);
+  CHECK(sgd < with_momentum);
+  CHECK(with_momentum < with_adam);
+  STATIC_REQUIRE(ipu::fits_v<ipu::training<net_t<ipu::f16>, adam>, tiny>);
+  STATIC_REQUIRE(ipu::require_fit<ipu::training<net_t<ipu::f16>, adam>, tiny>);
+}
+
+TEST_CASE("ResNet-50 in f16 (16.16, SGD with momentum) trains on one Mk2 at micro-batch 3 without recomputation, not at 4") {
+  constexpr ipu::train_options sgd_16_16{.optimizer = ipu::sgd{.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 1e-4},
+                                         .master_weights = ipu::dtype::f16};
+  using fits_t = ipu::training<ipu::models::resnet50<ipu::f16, 3>, sgd_16_16>;
+  using too_large_t = ipu::training<ipu::models::resnet50<ipu::f16, 4>, sgd_16_16>;
+  STATIC_REQUIRE(ipu::fits_v<fits_t, ipu::mk2>);
+  STATIC_REQUIRE_FALSE(ipu::fits_v<too_large_t, ipu::mk2>);
+  // torchvision's resnet50: 25,557,032 trainable parameters and 53,120 running statistics
+  // (26,560 batch-norm channels, a mean and a variance each).
+  constexpr auto& totals = ipu::plan_v<fits_t, ipu::mk2>.ipus[0].totals;
+  CHECK(totals.weights == (25'557'032 + 53'120) * 2);
+  CHECK(totals.master_weights == 0);
+  CHECK(totals.optimizer_state == 25'557'032 * 2);
+  const ipu::training_memory& m = ipu::plan_v<too_large_t, ipu::mk2>.ipus[0];
+  CHECK(m.peak > m.capacity);
+  CHECK(m.capacity == 638'976);
+}

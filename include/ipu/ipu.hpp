@@ -39,6 +39,7 @@
 #include <ipu/train/trainer.hpp>
 
 #include <ipu/report/memory_report.hpp>
+#include <ipu/report/training_report.hpp>
 #include <ipu/report/summary.hpp>
 
 /// \namespace ipu

@@ -34,6 +34,13 @@ constexpr ipu::train_options momentum{.optimizer = ipu::sgd{.learning_rate = 0.1
 constexpr ipu::train_options plain{.optimizer = ipu::sgd{.learning_rate = 0.1}};
 constexpr ipu::train_options adam{.optimizer = ipu::adam{}};
 constexpr ipu::train_options adam_16_16{.optimizer = ipu::adam{}, .master_weights = ipu::dtype::f16};
+constexpr ipu::train_options per_block{.optimizer = ipu::adam{}, .recompute = ipu::recompute::per_block};
+constexpr ipu::train_options at_checkpoints{.optimizer = ipu::adam{}, .recompute = ipu::recompute::checkpoints};
+
+// net<f16> with a checkpoint after the stem's relu.
+constexpr auto marked = ipu::input<ipu::f16, 2, 8, 8, 3> | nn::conv<8, 3> | nn::batch_norm | nn::relu | nn::checkpoint
+    | nn::residual(nn::conv<8, 1> | nn::batch_norm | nn::relu | nn::conv<8, 3> | nn::batch_norm) | nn::relu
+    | nn::global_avg_pool | nn::dense<4>;
 
 template <class Plan>
 int node(const Plan& p, std::string_view path) {
@@ -57,16 +64,19 @@ std::vector<placed> buffers_of(const Plan& p) {
     const ipu::training_node& t = p.node_of(j);
     const ipu::node_plan& np = p.inference->plan_of(j);
     const std::int64_t out_bytes = np.output.max_elements_per_tile() * p.element_bytes(j);
-    add(t.forward, t.stash_last, t.output_offset, out_bytes);
+    add(t.forward, t.output_last, t.output_offset, out_bytes);
+    if (t.recompute >= 0) add(t.recompute, t.backward, t.recomputed_offset, out_bytes);
     if (t.grad_first >= 0) add(t.grad_first, t.backward, t.grad_offset, out_bytes);
     for (int w = 0; w < t.tensor_count; ++w)
       if (t.tensors[static_cast<std::size_t>(w)].trainable)
         add(t.backward, t.update, t.weight_grad_offset[static_cast<std::size_t>(w)],
             t.tensors[static_cast<std::size_t>(w)].mapping.max_elements_per_tile() * p.element_bytes(j));
     const std::int64_t scratch = ipu::aligned(np.transient_max.temporaries) + ipu::aligned(np.transient_max.exchange);
+    const auto first = [&](const ipu::step_buffers& sb) { return np.transient_max.temporaries > 0 ? sb.temporaries : sb.exchange; };
     if (scratch > 0) {
-      add(t.forward, t.forward, np.transient_max.temporaries > 0 ? t.forward_buffers.temporaries : t.forward_buffers.exchange, scratch);
-      add(t.backward, t.backward, np.transient_max.temporaries > 0 ? t.backward_buffers.temporaries : t.backward_buffers.exchange, scratch);
+      add(t.forward, t.forward, first(t.forward_buffers), scratch);
+      add(t.backward, t.backward, first(t.backward_buffers), scratch);
+      if (t.recompute >= 0) add(t.recompute, t.recompute, first(t.recompute_buffers), scratch);
     }
   }
   return out;
@@ -105,11 +115,11 @@ TEST_CASE("outputs are stashed until their own backward step, gradients live fro
   const int relu1 = node(p, "relu1"), add = node(p, "block1.add"), conv1 = node(p, "conv1");
   // relu1 is read by the block's first conv and by its add (the shortcut): the add's backward
   // runs first and starts its gradient, block1.conv1's adds to it.
-  CHECK(p.node_of(relu1).stash_last == p.node_of(relu1).backward);
+  CHECK(p.node_of(relu1).output_last == p.node_of(relu1).backward);
   CHECK(p.node_of(relu1).grad_first == p.node_of(add).backward);
   CHECK(p.node_of(add).backward < p.node_of(node(p, "block1.conv1")).backward);
   // The input is kept until conv1's backward (its kernel's gradient reads it) and has no gradient.
-  CHECK(p.node_of(0).stash_last == p.node_of(conv1).backward);
+  CHECK(p.node_of(0).output_last == p.node_of(conv1).backward);
   CHECK(p.node_of(0).grad_first == -1);
   // The graph's output: its gradient comes from the loss, in its own backward step.
   const int last = static_cast<int>(p.size) - 1;
@@ -141,8 +151,9 @@ TEST_CASE("the training plan's categories hold the tensors' bytes for each preci
   CHECK(p.ipus[0].totals.activations == outputs);
 }
 
-TEST_CASE("the training plan's buffers never share a byte while both live, and no tile exceeds the peak") {
-  constexpr auto& p = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>;
+namespace {
+template <class Plan>
+void check_allocation(const Plan& p) {
   const std::vector<placed> b = buffers_of(p);
   REQUIRE(b.size() > 20);
   for (std::size_t x = 0; x < b.size(); ++x) {
@@ -155,12 +166,17 @@ TEST_CASE("the training plan's buffers never share a byte while both live, and n
   const ipu::training_memory& m = p.ipus[0];
   REQUIRE(m.peak_step >= 0);
   for (int tile = 0; tile < tiny::chip.tiles; ++tile)
-    for (int s = 0; s < static_cast<int>(p.step_count); ++s) CHECK(p.usage_without_code(tile, s).total() <= m.peak);
-  ipu::training_bytes at = p.usage_without_code(m.peak_tile, m.peak_step);
-  at.code = m.at_peak.code;
-  CHECK(at == m.at_peak);
+    for (int s = 0; s < static_cast<int>(p.step_count); ++s) CHECK(p.usage(tile, s).total() <= m.peak);
+  CHECK(p.usage(m.peak_tile, m.peak_step) == m.at_peak);
   CHECK(m.at_peak.total() <= m.peak);
   CHECK(m.fits);
+}
+}  // namespace
+
+TEST_CASE("the training plan's buffers never share a byte while both live, and no tile exceeds the peak") {
+  check_allocation(ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>);
+  check_allocation(ipu::plan_v<ipu::training<net_t<ipu::f16>, per_block>, tiny>);
+  check_allocation(ipu::plan_v<ipu::training<decltype(marked), at_checkpoints>, tiny>);
 }
 
 TEST_CASE("training needs more memory than inference, and more with a larger optimiser state") {
@@ -191,4 +207,52 @@ TEST_CASE("ResNet-50 in f16 (16.16, SGD with momentum) trains on one Mk2 at micr
   const ipu::training_memory& m = ipu::plan_v<too_large_t, ipu::mk2>.ipus[0];
   CHECK(m.peak > m.capacity);
   CHECK(m.capacity == 638'976);
+}
+
+// The nodes of net: input 0, conv1 1, batch_norm1 2, relu1 3, block1.conv1 4 ... block1.batch_norm2 8,
+// block1.add 9, relu2 10, global_avg_pool1 11, dense1 12.
+TEST_CASE("recomputation per block keeps the outputs no earlier value crosses and computes the block's again") {
+  constexpr auto& p = ipu::plan_v<ipu::training<net_t<ipu::f16>, per_block>, tiny>;
+  const int add = node(p, "block1.add");
+  REQUIRE(add == 9);
+  // Kept: the stem's chain, the add (nothing before it is read after it), the rest of the chain.
+  for (int j : {0, 1, 2, 3, 9, 10, 11, 12}) CHECK(p.node_of(j).recompute == -1);
+  // Recomputed in order, just before the add's backward step, each held until its own backward.
+  STATIC_REQUIRE(p.step_count == static_cast<std::size_t>(13 + 12 + 7 + 5));
+  for (int j = 4; j <= 8; ++j) {
+    CHECK(p.node_of(j).recompute == p.node_of(add).backward - (9 - j));
+    CHECK(p.steps[static_cast<std::size_t>(p.node_of(j).recompute)].phase == ipu::step_phase::recompute);
+    CHECK(p.node_of(j).output_last == j + 1);  // its forward output only until its reader's forward step
+  }
+  CHECK(p.node_of(node(p, "relu2")).backward < p.node_of(4).recompute);
+  // Fewer bytes stashed at once than when every output is kept, the recomputed block's added.
+  constexpr auto& all = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>.ipus[0].totals;
+  constexpr auto& some = p.ipus[0].totals;
+  CHECK(some.activations < all.activations);
+  CHECK(some.recomputed > 0);
+  CHECK(all.recomputed == 0);
+  std::int64_t block = 0;
+  for (int j = 4; j <= 8; ++j) block += p.at(j).out.elements() * 2;
+  CHECK(some.recomputed == block);
+}
+
+TEST_CASE("recomputation at checkpoints keeps the marked outputs, the input and the output") {
+  constexpr auto& p = ipu::plan_v<ipu::training<decltype(marked), at_checkpoints>, tiny>;
+  REQUIRE(p.at(3).checkpoint);
+  for (int j = 0; j < static_cast<int>(p.size); ++j) CHECK((p.node_of(j).recompute == -1) == (j == 0 || j == 3 || j == 12));
+  // conv1 and batch_norm1 are recomputed just before relu1's backward step.
+  CHECK(p.node_of(1).recompute == p.node_of(3).backward - 2);
+  CHECK(p.node_of(2).recompute == p.node_of(3).backward - 1);
+  // Everything after the checkpoint is recomputed before the output's backward step.
+  CHECK(p.node_of(4).recompute == 13);
+  CHECK(p.node_of(11).recompute == 20);
+  CHECK(p.node_of(12).backward == 21);
+  // A node read beyond the next kept one is kept: marking only block1.conv1 leaves the
+  // block's input relu1, which its add reads, kept as well.
+  constexpr auto inner = ipu::input<ipu::f32, 1, 4, 4, 2> | nn::relu | nn::residual(nn::conv<2, 1> | nn::checkpoint | nn::relu)
+      | nn::global_avg_pool | nn::dense<2>;
+  constexpr auto& q = ipu::plan_v<ipu::training<decltype(inner), at_checkpoints>, tiny>;
+  CHECK(q.node_of(node(q, "relu1")).recompute == -1);
+  CHECK(q.node_of(node(q, "block1.conv1")).recompute == -1);
+  CHECK(q.node_of(node(q, "block1.relu1")).recompute >= 0);
 }

@@ -48,6 +48,9 @@ template <scalar Rate>
 struct dropout_t {
   static constexpr double rate = Rate.value();  ///< the fraction of values training drops
 };
+/// A recomputation checkpoint: marks the output of the node before it, which a training step
+/// with `recompute::checkpoints` keeps for the backward pass. No node; nothing at inference.
+struct checkpoint_t {};
 }  // namespace nn
 
 /// `Body` placed on IPU `Ipu`, or run on the host when `Ipu` is `host_device`.
@@ -63,6 +66,7 @@ template <fixed_string S, class B> inline constexpr bool is_compound_block<nn::s
 template <int I, class B> inline constexpr bool is_compound_block<on_t<I, B>> = true;
 template <class J, class... B> inline constexpr bool is_compound_block<nn::join_t<J, B...>> = true;
 template <nn::scalar R> inline constexpr bool is_compound_block<nn::dropout_t<R>> = true;
+template <> inline constexpr bool is_compound_block<nn::checkpoint_t> = true;
 }  // namespace detail
 
 /// Anything that can be composed with `|`: a layer or a compound block.
@@ -184,6 +188,10 @@ constexpr join_t<ops::concat, ipu::detail::as_branch_t<Bs>...> concat(Bs...) noe
 /// `dropout<Rate>`: see `dropout_t`; the identity at inference, no node.
 template <scalar Rate>
 inline constexpr dropout_t<Rate> dropout{};
+
+/// `checkpoint`: see `checkpoint_t`; `x | nn::checkpoint` keeps `x`'s output for the backward
+/// pass when training recomputes at checkpoints.
+inline constexpr checkpoint_t checkpoint{};
 
 /// `repeat<Count>(block)`: `Count` copies of `block`, each with its own weights.
 template <int Count, Block Body>

@@ -112,6 +112,7 @@ struct node {
   std::int64_t params = 0; ///< trainable parameters (torchvision's count)
   std::int64_t macs = 0;   ///< multiply-accumulates for one pass of the whole batch
   int ipu = 0;             ///< IPU the node is placed on, or `host_device`
+  bool checkpoint = false; ///< marked with `nn::checkpoint`: training with `recompute::checkpoints` keeps its output
 
   /// Whether it runs on the host (`ipu::on_host`).
   constexpr bool on_host() const noexcept { return ipu == host_device; }

@@ -58,6 +58,7 @@ enum class step_phase : std::uint8_t {
   forward,   ///< computes the node's output from its inputs
   backward,  ///< computes the gradients of its inputs and weights from its output's
   update,    ///< applies the optimiser to its trainable tensors
+  recompute, ///< computes the node's output again for the backward pass (`ipu::recompute`)
 };
 
 /// One step of a plan: a phase of a node, on the node's IPU or on the host. Executors run a

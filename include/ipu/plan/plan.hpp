@@ -290,6 +290,91 @@ constexpr std::int64_t transient_sum(const step_model& step, const linear_mappin
   return u.segments * (big * f((q + 1) * u.grain) + small * f(q * u.grain) + f(last));
 }
 
+/// The always-live region of every tile of an IPU: `base[t]`, where tile `t`'s dynamic region
+/// starts, and `always[t]`, its always-live bytes. Made from the distinct weight terms (each
+/// `count` tensors of one mapping and element size) and a difference array of the code over the
+/// tiles, `code_steps`, on top of `fixed_code` on every tile.
+template <std::size_t T>
+struct always_live_region {
+  std::array<std::int64_t, T> base{}, always{};
+  std::int64_t max_base = 0;     ///< the highest base
+  std::int64_t max_always = 0;   ///< the most always-live bytes of a tile
+  std::int64_t code_total = 0;   ///< the code summed over the tiles
+};
+
+template <std::size_t T, std::size_t D>
+constexpr always_live_region<T> lay_out_always_live_region(const std::array<weight_term, D>& distinct, int distinct_count,
+                                                           const std::array<std::int64_t, T + 1>& code_steps,
+                                                           std::int64_t fixed_code) noexcept {
+  always_live_region<T> r;
+  for (int k = 0; k < distinct_count; ++k) {
+    const weight_term& w = distinct[static_cast<std::size_t>(k)];
+    accumulate(r.always, w.mapping, w.count * w.bytes);
+    accumulate_padding(r.base, w.mapping, w.bytes, w.count);
+  }
+  std::int64_t running = 0;
+  for (std::size_t t = 0; t < T; ++t) {
+    running += code_steps[t];
+    r.code_total += fixed_code + running;
+    r.base[t] += r.always[t] + aligned(fixed_code + running);
+    r.always[t] += fixed_code + running;
+    r.max_always = std::max(r.max_always, r.always[t]);
+    r.max_base = std::max(r.max_base, r.base[t]);
+  }
+  return r;
+}
+
+/// Adds `count` tensors of mapping `m` and `bytes` per element to the distinct weight terms.
+template <std::size_t D>
+constexpr void add_weight_term(std::array<weight_term, D>& distinct, int& distinct_count, const tensor_mapping& m,
+                               std::int64_t bytes, int count) noexcept {
+  int k = 0;
+  while (k < distinct_count && !(distinct[static_cast<std::size_t>(k)].mapping == m && distinct[static_cast<std::size_t>(k)].bytes == bytes)) ++k;
+  if (k == distinct_count) distinct[static_cast<std::size_t>(distinct_count++)] = {m, bytes, 0};
+  distinct[static_cast<std::size_t>(k)].count += count;
+}
+
+/// The peak of an IPU's allocation: the highest byte any buffer reaches on any tile, a tile's
+/// dynamic region starting at `region.base`. Each of the `count` buffers is bounded by the
+/// highest base among its tiles `tiles_of(k)` (a `[first, end)` pair; mappings start at tile 0)
+/// plus its offset and room; buffers are visited from the highest bound down, while one can
+/// still beat the best peak found, `visit(k, consider)` calling `consider(tile, offset, bytes)`
+/// for each part of buffer `k`. Sets `peak` and `peak_tile`; returns the buffer reaching the
+/// peak, or -1 when no buffer reaches above the always-live region.
+template <std::size_t T, std::size_t M, class TilesOf, class Visit>
+constexpr int find_peak(const always_live_region<T>& region, const std::array<std::int64_t, M>& offset,
+                        const std::array<buffer_request, M>& requests, int count, TilesOf&& tiles_of, Visit&& visit,
+                        std::int64_t& peak, int& peak_tile) {
+  peak = region.max_base;
+  for (std::size_t t = 0; t < T; ++t)
+    if (region.base[t] == region.max_base) {
+      peak_tile = static_cast<int>(t);
+      break;
+    }
+  std::array<std::int64_t, T> highest_before{};  // highest base of tiles [0, t]
+  for (std::size_t t = 0; t < T; ++t) highest_before[t] = std::max(region.base[t], t > 0 ? highest_before[t - 1] : 0);
+  std::array<std::int64_t, M> keys{};  // bound descending, then buffer
+  int bounded = 0;
+  for (int k = 0; k < count; ++k) {
+    const auto [first, end] = tiles_of(k);
+    if (first >= end) continue;
+    const std::int64_t highest = first == 0 ? highest_before[static_cast<std::size_t>(end - 1)] : region.max_base;
+    const std::int64_t bound = highest + offset[static_cast<std::size_t>(k)] + requests[static_cast<std::size_t>(k)].bytes;
+    if (bound > peak) keys[static_cast<std::size_t>(bounded++)] = ((std::int64_t{1} << 46) - bound) << 16 | k;
+  }
+  std::sort(keys.begin(), keys.begin() + bounded);
+  int top = -1;
+  for (int c = 0; c < bounded; ++c) {
+    const int k = static_cast<int>(keys[static_cast<std::size_t>(c)] & 0xffff);
+    if ((std::int64_t{1} << 46) - (keys[static_cast<std::size_t>(c)] >> 16) <= peak) break;
+    visit(k, [&](int tile, std::int64_t offset_on_tile, std::int64_t bytes) {
+      const std::int64_t reach = region.base[static_cast<std::size_t>(tile)] + offset_on_tile + aligned(bytes);
+      if (bytes > 0 && reach > peak) peak = reach, peak_tile = tile, top = k;
+    });
+  }
+  return top;
+}
+
 /// The dynamic buffers of IPU `ipu` and their offsets: what `plan_ipu` adds to a plan.
 template <std::size_t N>
 struct ipu_allocation {
@@ -311,8 +396,7 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
   };
 
   // Always live: code (a difference array over tiles), then the weights (each distinct
-  // mapping once). `base[t]` is tile t's dynamic base.
-  std::array<std::int64_t, T> base{}, always{};
+  // mapping once).
   std::array<std::int64_t, T + 1> code_steps{};
   std::array<weight_term, 2 * N + 1> distinct{};
   int distinct_count = 0;
@@ -325,30 +409,15 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
       const tensor_mapping& m = np.weights[static_cast<std::size_t>(w)];
       const std::int64_t bytes = np.weight_bytes[static_cast<std::size_t>(w)];
       im.totals.weights += m.elements() * bytes;
-      int k = 0;
-      while (k < distinct_count && !(distinct[static_cast<std::size_t>(k)].mapping == m && distinct[static_cast<std::size_t>(k)].bytes == bytes)) ++k;
-      if (k == distinct_count) distinct[static_cast<std::size_t>(distinct_count++)] = {m, bytes, 0};
-      ++distinct[static_cast<std::size_t>(k)].count;
+      add_weight_term(distinct, distinct_count, m, bytes, 1);
     }
     const std::int64_t per_step = p.step_code_on(j, 0);
     code_steps[0] += per_step;
     code_steps[static_cast<std::size_t>(std::min(Tiles, np.work.tiles()))] -= per_step;
   }
-  for (int k = 0; k < distinct_count; ++k) {
-    const weight_term& w = distinct[static_cast<std::size_t>(k)];
-    accumulate(always, w.mapping, w.count * w.bytes);
-    accumulate_padding(base, w.mapping, w.bytes, w.count);
-  }
-  const std::int64_t fixed_code = p.shared_code_on(ipu);
-  std::int64_t running = 0, max_base = 0;
-  for (std::size_t t = 0; t < T; ++t) {
-    running += code_steps[t];
-    im.totals.code += fixed_code + running;
-    base[t] += always[t] + aligned(fixed_code + running);
-    always[t] += fixed_code + running;
-    im.max_always_live = std::max(im.max_always_live, always[t]);
-    max_base = std::max(max_base, base[t]);
-  }
+  const always_live_region<T> region = lay_out_always_live_region<T>(distinct, distinct_count, code_steps, p.shared_code_on(ipu));
+  im.totals.code = region.code_total;
+  im.max_always_live = region.max_always;
 
   // Not always live: the IPU's totals, and the dynamic buffers to place: each output (or
   // copy) held on the IPU, and each step's scratch (temporaries, exchange, send buffer).
@@ -406,65 +475,43 @@ consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
     if (np.sends) sb.send = at + parts[0] + parts[1];
   }
 
-  // The peak: a tile's highest byte is its base plus the top of its highest buffer. Each
-  // buffer is bounded by the highest base among its tiles (mappings start at tile 0) plus its
-  // top; buffers are visited from the highest bound down, while one can still beat the best
-  // peak found.
-  im.peak = max_base;
-  for (std::size_t t = 0; t < T; ++t)
-    if (base[t] == max_base) {
-      im.peak_tile = static_cast<int>(t);
-      break;
-    }
-  std::array<std::int64_t, T> highest_before{};  // highest base of tiles [0, t]
-  for (std::size_t t = 0; t < T; ++t) highest_before[t] = std::max(base[t], t > 0 ? highest_before[t - 1] : 0);
-  const auto highest_base = [&](int first, int end) { return first == 0 ? highest_before[static_cast<std::size_t>(end - 1)] : max_base; };
+  // The peak: a tile's highest byte is its base plus the top of its highest buffer.
   const auto tiles_of = [](const linear_mapping& u) { return std::pair<int, int>{u.first_tile, u.first_tile + static_cast<int>(u.parts)}; };
-  std::array<std::int64_t, 2 * N> keys{};  // bound descending, then request
-  int bounded = 0;
-  for (int k = 0; k < count; ++k) {
-    const int o = owner[static_cast<std::size_t>(k)];
-    const int j = o >= 0 ? o : -1 - o;
-    auto [first, end] = tiles_of(o >= 0 ? mapping_on_ipu(j).units : p.plan_of(j).work.units);
-    if (o < 0 && p.plan_of(j).sends) {
-      const auto [c0, c1] = tiles_of(p.plan_of(j).copy.units);
-      first = std::min(first, c0), end = std::max(end, c1);
-    }
-    if (first >= end) continue;
-    const std::int64_t bound =
-        highest_base(first, end) + offset[static_cast<std::size_t>(k)] + requests[static_cast<std::size_t>(k)].bytes;
-    if (bound > im.peak) keys[static_cast<std::size_t>(bounded++)] = ((std::int64_t{1} << 46) - bound) << 16 | k;
-  }
-  std::sort(keys.begin(), keys.begin() + bounded);
-  int top = -1;  // the request reaching the peak
-  for (int c = 0; c < bounded; ++c) {
-    const int k = static_cast<int>(keys[static_cast<std::size_t>(c)] & 0xffff);
-    if ((std::int64_t{1} << 46) - (keys[static_cast<std::size_t>(c)] >> 16) <= im.peak) break;
-    const int o = owner[static_cast<std::size_t>(k)];
-    const int j = o >= 0 ? o : -1 - o;
-    const auto consider = [&](int tile, std::int64_t offset_on_tile, std::int64_t bytes) {
-      const std::int64_t reach = base[static_cast<std::size_t>(tile)] + offset_on_tile + aligned(bytes);
-      if (bytes > 0 && reach > im.peak) im.peak = reach, im.peak_tile = tile, top = k;
-    };
-    const std::int64_t element_bytes = size_of(p.at(j).type);
-    const std::int64_t at = offset[static_cast<std::size_t>(k)];
-    if (o >= 0) {
-      const tensor_mapping& m = mapping_on_ipu(j);
-      for_each_part(m.units, [&](int tile, std::int64_t units) { consider(tile, at, units * m.unit_elements * element_bytes); });
-      continue;
-    }
-    const node_plan& np = p.plan_of(j);
-    const step_buffers& sb = result.steps[static_cast<std::size_t>(j)];
-    std::int64_t cached_units = -1;  // parts hold one of few unit counts
-    transient_bytes tr{};
-    for_each_part(np.work.units, [&](int tile, std::int64_t units) {
-      if (units != cached_units) cached_units = units, tr = transient_on(np.step, units);
-      consider(tile, sb.temporaries, tr.temporaries);
-      consider(tile, sb.exchange, tr.exchange);
-    });
-    if (np.sends)
-      for_each_part(np.copy.units, [&](int tile, std::int64_t units) { consider(tile, sb.send, units * np.copy.unit_elements * element_bytes); });
-  }
+  const int top = find_peak(
+      region, offset, requests, count,
+      [&](int k) {
+        const int o = owner[static_cast<std::size_t>(k)];
+        const int j = o >= 0 ? o : -1 - o;
+        auto [first, end] = tiles_of(o >= 0 ? mapping_on_ipu(j).units : p.plan_of(j).work.units);
+        if (o < 0 && p.plan_of(j).sends) {
+          const auto [c0, c1] = tiles_of(p.plan_of(j).copy.units);
+          first = std::min(first, c0), end = std::max(end, c1);
+        }
+        return std::pair<int, int>{first, end};
+      },
+      [&](int k, auto&& consider) {
+        const int o = owner[static_cast<std::size_t>(k)];
+        const int j = o >= 0 ? o : -1 - o;
+        const std::int64_t element_bytes = size_of(p.at(j).type);
+        const std::int64_t at = offset[static_cast<std::size_t>(k)];
+        if (o >= 0) {
+          const tensor_mapping& m = mapping_on_ipu(j);
+          for_each_part(m.units, [&](int tile, std::int64_t units) { consider(tile, at, units * m.unit_elements * element_bytes); });
+          return;
+        }
+        const node_plan& np = p.plan_of(j);
+        const step_buffers& sb = result.steps[static_cast<std::size_t>(j)];
+        std::int64_t cached_units = -1;  // parts hold one of few unit counts
+        transient_bytes tr{};
+        for_each_part(np.work.units, [&](int tile, std::int64_t units) {
+          if (units != cached_units) cached_units = units, tr = transient_on(np.step, units);
+          consider(tile, sb.temporaries, tr.temporaries);
+          consider(tile, sb.exchange, tr.exchange);
+        });
+        if (np.sends)
+          for_each_part(np.copy.units, [&](int tile, std::int64_t units) { consider(tile, sb.send, units * np.copy.unit_elements * element_bytes); });
+      },
+      im.peak, im.peak_tile);
   // The peak's step: of the steps of this IPU the highest buffer lives through, the one with
   // the most bytes in use on the peak tile (the layer that fills it; one pass over the steps).
   if (top >= 0) {

@@ -19,14 +19,19 @@
 ///     backward is two convolutions, the input's gradient and the weights'; once for the others),
 ///     an update vertex on every tile holding a trainable tensor, each op's codelets twice
 ///     (forward and backward) and the optimiser's once, and control per step;
-///   - **activations** stashed for the backward pass: each node's output lives from its forward
-///     step to its own backward step (the graph's input to the last backward step that reads
-///     it), as the host executor keeps them (`runtime::training_pass`);
+///   - **activations** stashed for the backward pass: each kept node's output lives from its
+///     forward step to its own backward step (the graph's input to the last backward step that
+///     reads it). Without recomputation every output is kept, as the host executor keeps them
+///     (`runtime::training_pass`); with `Opts.recompute`, the others live from their forward
+///     step to their last forward reader's, as at inference;
+///   - **recomputed** activations: a node whose output is not kept is computed again by a
+///     **recompute** step, just before the backward step of the kept node that ends its segment
+///     (the nodes since the previous kept one), and lives from there to its own backward step;
 ///   - **gradients:** of each node's output, in the graph's element type, from the backward step
 ///     that first adds to it (its last reader's) to its own backward step; of each trainable
 ///     tensor, from its node's backward step to its update step;
-///   - the **temporaries** and **exchange** buffers of step `s`: a forward step's as inference
-///     plans them; a backward step's as its forward step's, the model's assumption (a
+///   - the **temporaries** and **exchange** buffers of step `s`: a forward or recompute step's as
+///     inference plans them; a backward step's as its forward step's, the model's assumption (a
 ///     convolution's backward runs two convolutions of the forward's size one after the other
 ///     in the same buffers); an update step's none (each tile updates its own shard in place).
 ///
@@ -65,17 +70,18 @@ struct training {
 /// enumerators are in this order, 0 to 7, so a category can index an array of
 /// `training_category_count` entries.
 enum class training_category : std::uint8_t {
-  weights, master_weights, optimizer_state, code, activations, gradients, temporaries, exchange
+  weights, master_weights, optimizer_state, code, activations, recomputed, gradients, temporaries, exchange
 };
 
 /// Number of enumerators in `training_category`.
-inline constexpr int training_category_count = 8;
+inline constexpr int training_category_count = 9;
 
 /// `"weights"`, `"master weights"`, `"optimiser state"`, `"code"`, `"stashed activations"`,
-/// `"gradients"`, `"temporaries"` or `"exchange"`.
+/// `"recomputed activations"`, `"gradients"`, `"temporaries"` or `"exchange"`.
 constexpr std::string_view name_of(training_category c) noexcept {
   constexpr std::string_view names[training_category_count] = {
-      "weights", "master weights", "optimiser state", "code", "stashed activations", "gradients", "temporaries", "exchange"};
+      "weights", "master weights", "optimiser state", "code", "stashed activations", "recomputed activations",
+      "gradients", "temporaries", "exchange"};
   return names[static_cast<int>(c)];
 }
 
@@ -85,7 +91,8 @@ struct training_bytes {
   std::int64_t master_weights = 0;   ///< the wider copy of the trainable tensors ("16.32")
   std::int64_t optimizer_state = 0;  ///< momentum, or Adam's and LAMB's two moments
   std::int64_t code = 0;             ///< code, vertex state and control of every step
-  std::int64_t activations = 0;      ///< forward outputs live at the step, kept for the backward pass
+  std::int64_t activations = 0;      ///< forward outputs live at the step (kept for the backward pass, or not yet read)
+  std::int64_t recomputed = 0;       ///< outputs computed again in the backward pass, live at the step
   std::int64_t gradients = 0;        ///< gradients of outputs and of trainable tensors live at the step
   std::int64_t temporaries = 0;      ///< the step's partial sums
   std::int64_t exchange = 0;         ///< the step's received windows, weights and operands
@@ -94,15 +101,17 @@ struct training_bytes {
   constexpr std::int64_t operator[](training_category c) const noexcept {
     constexpr std::int64_t training_bytes::*members[training_category_count] = {
         &training_bytes::weights, &training_bytes::master_weights, &training_bytes::optimizer_state,
-        &training_bytes::code, &training_bytes::activations, &training_bytes::gradients,
+        &training_bytes::code, &training_bytes::activations, &training_bytes::recomputed, &training_bytes::gradients,
         &training_bytes::temporaries, &training_bytes::exchange};
     return this->*members[static_cast<int>(c)];
   }
   /// Bytes that stay for the whole program: weights, master weights, optimiser state, code.
   constexpr std::int64_t always_live() const noexcept { return weights + master_weights + optimizer_state + code; }
   /// Bytes that come and go with the steps.
-  constexpr std::int64_t not_always_live() const noexcept { return activations + gradients + temporaries + exchange; }
-  /// All eight categories.
+  constexpr std::int64_t not_always_live() const noexcept {
+    return activations + recomputed + gradients + temporaries + exchange;
+  }
+  /// All nine categories.
   constexpr std::int64_t total() const noexcept { return always_live() + not_always_live(); }
   /// The category with the most bytes (the first one on a tie).
   constexpr training_category largest() const noexcept {
@@ -114,7 +123,8 @@ struct training_bytes {
   /// Adds the bytes of \p o category by category; returns `*this`.
   constexpr training_bytes& operator+=(const training_bytes& o) noexcept {
     weights += o.weights, master_weights += o.master_weights, optimizer_state += o.optimizer_state, code += o.code;
-    activations += o.activations, gradients += o.gradients, temporaries += o.temporaries, exchange += o.exchange;
+    activations += o.activations, recomputed += o.recomputed, gradients += o.gradients;
+    temporaries += o.temporaries, exchange += o.exchange;
     return *this;
   }
   /// Equal when every category holds the same bytes.
@@ -136,13 +146,18 @@ struct training_node {
   int forward = -1;     ///< its forward step
   int backward = -1;    ///< its backward step; -1 for the graph's input
   int update = -1;      ///< its update step; -1 without trainable tensors
-  int stash_last = -1;  ///< the last step its output is kept (its backward step; for the input, its first reader's)
+  int recompute = -1;   ///< its recompute step; -1 when its output is kept
+  /// The last step its forward output is held: its backward step when kept (for the input, the
+  /// last backward step reading it), its last forward reader's when recomputed.
+  int output_last = -1;
   int grad_first = -1;  ///< the step that first adds to its output's gradient; -1 for the input
   std::int64_t output_offset = -1;  ///< its output
+  std::int64_t recomputed_offset = -1;  ///< its recomputed output
   std::int64_t grad_offset = -1;    ///< its output's gradient
   std::array<std::int64_t, 4> weight_grad_offset{-1, -1, -1, -1};  ///< each trainable tensor's gradient
   step_buffers forward_buffers{};   ///< its forward step's temporaries and exchange buffers
   step_buffers backward_buffers{};  ///< its backward step's
+  step_buffers recompute_buffers{};  ///< its recompute step's
 };
 
 /// The training plan of one IPU.
@@ -216,27 +231,82 @@ struct training_plan {
     }
     return m;
   }
-  /// Bytes of `tile` on IPU 0 while step `step` runs, by category, the code not counted (the
-  /// plan's `ipus[0].at_peak` has it).
-  constexpr training_bytes usage_without_code(int tile, int step) const noexcept {
-    training_bytes m = tensors_on(tile);
+  /// Calls `f(first, last, category, bytes)` for each dynamic buffer of `tile` on IPU 0: live
+  /// over steps `[first, last]`, holding `bytes` of `category` there (`temporaries` and
+  /// `exchange` for a step's scratch, one call each).
+  template <class F>
+  constexpr void for_each_buffer_on(int tile, F&& f) const {
     for (int j = 0; j < static_cast<int>(N); ++j) {
       const training_node& t = node_of(j);
-      const std::int64_t out = inference->plan_of(j).output.elements_on(tile) * element_bytes(j);
-      if (t.forward <= step && step <= t.stash_last) m.activations += out;
-      if (t.grad_first >= 0 && t.grad_first <= step && step <= t.backward) m.gradients += out;
-      if (t.backward <= step && step <= t.update)
-        for (int w = 0; w < t.tensor_count; ++w)
-          if (t.tensors[static_cast<std::size_t>(w)].trainable)
-            m.gradients += t.tensors[static_cast<std::size_t>(w)].mapping.elements_on(tile) * element_bytes(j);
-      if (step == t.forward || step == t.backward) {
-        const node_plan& np = inference->plan_of(j);
-        const transient_bytes tr = transient_on(np.step, np.work.units.elements_on(tile));
-        m.temporaries += tr.temporaries;
-        m.exchange += tr.exchange;
-      }
+      const node_plan& np = inference->plan_of(j);
+      const std::int64_t eb = element_bytes(j), out = np.output.elements_on(tile) * eb;
+      f(t.forward, t.output_last, training_category::activations, out);
+      if (t.recompute >= 0) f(t.recompute, t.backward, training_category::recomputed, out);
+      if (t.grad_first >= 0) f(t.grad_first, t.backward, training_category::gradients, out);
+      for (int w = 0; w < t.tensor_count; ++w)
+        if (t.tensors[static_cast<std::size_t>(w)].trainable)
+          f(t.backward, t.update, training_category::gradients, t.tensors[static_cast<std::size_t>(w)].mapping.elements_on(tile) * eb);
+      const transient_bytes tr = transient_on(np.step, np.work.units.elements_on(tile));
+      for (int s : {t.forward, t.backward, t.recompute})
+        if (s >= 0) {
+          f(s, s, training_category::temporaries, tr.temporaries);
+          f(s, s, training_category::exchange, tr.exchange);
+        }
     }
+  }
+  /// Bytes of `tile` on IPU 0 while step `step` runs, by category.
+  constexpr training_bytes usage(int tile, int step) const noexcept {
+    training_bytes m = tensors_on(tile);
+    m.code = code_on(tile);
+    for_each_buffer_on(tile, [&](int first, int last, training_category c, std::int64_t bytes) {
+      if (first <= step && step <= last) {
+        switch (c) {
+          case training_category::activations: m.activations += bytes; break;
+          case training_category::recomputed: m.recomputed += bytes; break;
+          case training_category::gradients: m.gradients += bytes; break;
+          case training_category::temporaries: m.temporaries += bytes; break;
+          default: m.exchange += bytes; break;
+        }
+      }
+    });
     return m;
+  }
+
+  /// The code every tile of IPU 0 holds: the runtime, each op's codelets for both passes and the
+  /// optimiser's, control per step.
+  constexpr std::int64_t shared_code() const noexcept {
+    const fixed_costs& f = inference->opts.fixed;
+    const int codelet_sets = 2 * inference->codelets[0] + 1;
+    return f.runtime_bytes + codelet_sets * f.codelet_bytes + static_cast<std::int64_t>(S) * f.control_bytes;
+  }
+  /// How many times a backward step of node `j` holds its forward step's vertices and worklists:
+  /// twice for a convolution or dense layer (the input's and the kernel's gradients), once for
+  /// the others, none for the input. A recompute step runs the forward step's code again.
+  constexpr int backward_code_copies(int j) const noexcept {
+    if (node_of(j).backward < 0) return 0;
+    return inference->plan_of(j).step.kind == step_kind::conv ? 2 : 1;
+  }
+  /// The tiles that hold node `j`'s update vertex: those holding its trainable tensors.
+  constexpr int update_tiles(int j) const noexcept {
+    int tiles = 0;
+    const training_node& t = node_of(j);
+    for (int w = 0; w < t.tensor_count; ++w)
+      if (t.tensors[static_cast<std::size_t>(w)].trainable) tiles = std::max(tiles, t.tensors[static_cast<std::size_t>(w)].mapping.tiles());
+    return tiles;
+  }
+  /// Bytes of an update vertex on a tile (a vertex and its exchange code).
+  constexpr std::int64_t update_code() const noexcept {
+    return inference->opts.fixed.vertex_state_bytes + inference->opts.fixed.exchange_code_bytes;
+  }
+  /// The code of `tile` on IPU 0: `shared_code()`, and each step's vertex state, worklists and
+  /// exchange code where the tile works in it.
+  constexpr std::int64_t code_on(int tile) const noexcept {
+    std::int64_t code = shared_code();
+    for (int j = 0; j < static_cast<int>(N); ++j) {
+      code += (1 + backward_code_copies(j)) * inference->step_code_on(j, tile);
+      if (node_of(j).update >= 0 && tile < update_tiles(j)) code += update_code();
+    }
+    return code;
   }
 };
 
@@ -253,12 +323,39 @@ constexpr bool has_trainable(const node& n) noexcept {
   return false;
 }
 
-/// Steps of a training step of `table`: a forward step per node, a backward step per node but
-/// the input, an update step per node with trainable tensors.
+/// Whether a training step with `r` keeps each node's output for the backward pass
+/// (`ipu::recompute`): the input and the output always; with `per_block`, each node no earlier
+/// node's output is read beyond; with `checkpoints`, each node marked with `nn::checkpoint`;
+/// then any node read beyond the next kept one.
 template <std::size_t N>
-constexpr std::size_t training_steps(const std::array<node, N>& table) noexcept {
+constexpr std::array<bool, N> kept_outputs(const std::array<node, N>& table, recompute r) noexcept {
+  std::array<bool, N> kept{};
+  const std::array<int, N> last = last_use(table);
+  int crossing = 0;  // the last reader of the nodes before j
+  for (std::size_t j = 0; j < N; ++j) {
+    const bool boundary = r == recompute::per_block ? crossing <= static_cast<int>(j) : table[j].checkpoint;
+    kept[j] = r == recompute::none || j == 0 || j + 1 == N || boundary;
+    crossing = std::max(crossing, last[j]);
+  }
+  int end = static_cast<int>(N) - 1;  // the first kept node after j
+  for (int j = static_cast<int>(N) - 1; j >= 0; --j) {
+    if (!kept[static_cast<std::size_t>(j)] && last[static_cast<std::size_t>(j)] > end) kept[static_cast<std::size_t>(j)] = true;
+    if (kept[static_cast<std::size_t>(j)]) end = j;
+  }
+  return kept;
+}
+
+/// Steps of a training step of `table` with `r`: a forward step per node, a backward step per
+/// node but the input, a recompute step per node whose output is not kept, an update step per
+/// node with trainable tensors.
+template <std::size_t N>
+constexpr std::size_t training_steps(const std::array<node, N>& table, recompute r) noexcept {
+  const std::array<bool, N> kept = kept_outputs(table, r);
   std::size_t s = 0;
-  for (const node& n : table) s += 1 + (n.kind == op_of<ops::input> ? 0 : 1) + (has_trainable(n) ? 1 : 0);
+  for (std::size_t j = 0; j < N; ++j) {
+    const node& n = table[j];
+    s += 1 + (n.kind == op_of<ops::input> ? 0 : 1) + (has_trainable(n) ? 1 : 0) + (kept[j] ? 0 : 1);
+  }
   return s;
 }
 
@@ -285,22 +382,16 @@ template <std::size_t N, std::size_t S, int Ipus, int Tiles>
 consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
   constexpr std::size_t T = static_cast<std::size_t>(Tiles);
   const plan<N, Ipus>& inf = *p.inference;
-  const fixed_costs& f = inf.opts.fixed;
   training_memory& im = p.ipus[0];
   im.capacity = inf.chip.bytes_per_tile;
 
   // Always live: code, a difference array over tiles; the tensors, each distinct mapping and
   // element size once, `count` tensors of it.
-  std::array<std::int64_t, T> base{}, always{};
   std::array<std::int64_t, T + 1> code_steps{};
   std::array<weight_term, 12 * N + 1> distinct{};
   int distinct_count = 0;
   const auto add_tensors = [&](const tensor_mapping& m, std::int64_t bytes, int count) {
-    if (count <= 0 || bytes <= 0) return;
-    int k = 0;
-    while (k < distinct_count && !(distinct[static_cast<std::size_t>(k)].mapping == m && distinct[static_cast<std::size_t>(k)].bytes == bytes)) ++k;
-    if (k == distinct_count) distinct[static_cast<std::size_t>(distinct_count++)] = {m, bytes, 0};
-    distinct[static_cast<std::size_t>(k)].count += count;
+    if (count > 0 && bytes > 0) add_weight_term(distinct, distinct_count, m, bytes, count);
   };
   const auto code_on_tiles = [&](std::int64_t bytes, int tiles) {
     code_steps[0] += bytes;
@@ -311,44 +402,26 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     const training_node& t = p.node_of(j);
     const node_plan& np = inf.plan_of(j);
     const std::int64_t eb = p.element_bytes(j), ub = p.update_bytes(j);
-    const std::int64_t step_code = inf.step_code_on(j, 0);
-    code_on_tiles(step_code, np.work.tiles());
-    if (t.backward >= 0) code_on_tiles((np.step.kind == step_kind::conv ? 2 : 1) * step_code, np.work.tiles());
-    int update_tiles = 0;
+    code_on_tiles((1 + p.backward_code_copies(j)) * inf.step_code_on(j, 0), np.work.tiles());
+    if (t.update >= 0) code_on_tiles(p.update_code(), p.update_tiles(j));
     for (int w = 0; w < t.tensor_count; ++w) {
       const training_tensor& tt = t.tensors[static_cast<std::size_t>(w)];
+      const std::int64_t e = tt.mapping.elements();
       add_tensors(tt.mapping, eb, 1);
+      im.totals.weights += e * eb;
       if (!tt.trainable) continue;
-      update_tiles = std::max(update_tiles, tt.mapping.tiles());
       if (ub > eb) add_tensors(tt.mapping, ub, 1);
       add_tensors(tt.mapping, ub, state);
-      const std::int64_t e = tt.mapping.elements();
       im.totals.master_weights += ub > eb ? e * ub : 0;
       im.totals.optimizer_state += state * e * ub;
     }
-    for (int w = 0; w < t.tensor_count; ++w) im.totals.weights += t.tensors[static_cast<std::size_t>(w)].mapping.elements() * eb;
-    if (t.update >= 0) code_on_tiles(f.vertex_state_bytes + f.exchange_code_bytes, update_tiles);
   }
-  for (int k = 0; k < distinct_count; ++k) {
-    const weight_term& w = distinct[static_cast<std::size_t>(k)];
-    accumulate(always, w.mapping, w.count * w.bytes);
-    accumulate_padding(base, w.mapping, w.bytes, w.count);
-  }
-  const int codelet_sets = 2 * inf.codelets[0] + 1;  // each op's forward and backward, and the optimiser's
-  const std::int64_t fixed_code =
-      f.runtime_bytes + codelet_sets * f.codelet_bytes + static_cast<std::int64_t>(S) * f.control_bytes;
-  std::int64_t running = 0, max_base = 0;
-  for (std::size_t t = 0; t < T; ++t) {
-    running += code_steps[t];
-    im.totals.code += fixed_code + running;
-    base[t] += always[t] + aligned(fixed_code + running);
-    always[t] += fixed_code + running;
-    im.max_always_live = std::max(im.max_always_live, always[t]);
-    max_base = std::max(max_base, base[t]);
-  }
+  const always_live_region<T> region = lay_out_always_live_region<T>(distinct, distinct_count, code_steps, p.shared_code());
+  im.totals.code = region.code_total;
+  im.max_always_live = region.max_always;
 
   // The dynamic buffers, in order of their first step (as `pack` wants them).
-  constexpr std::size_t M = 8 * N;  // an output, its gradient, four tensors' gradients, two steps' scratch
+  constexpr std::size_t M = 10 * N;  // an output, it recomputed, its gradient, four tensors' gradients, three steps' scratch
   std::array<training_buffer, M> made{};
   std::array<buffer_request, M> made_requests{};
   int count = 0;
@@ -357,7 +430,7 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     made[static_cast<std::size_t>(count)] = b;
     made_requests[static_cast<std::size_t>(count++)] = {first, last, bytes};
   };
-  std::array<std::int64_t, S + 1> active_sum{}, grad_sum{};  // IPU-wide bytes, difference arrays over steps
+  std::array<std::int64_t, S + 1> active_sum{}, recomputed_sum{}, grad_sum{};  // IPU-wide bytes, difference arrays over steps
   const auto over_steps = [](std::array<std::int64_t, S + 1>& a, int first, int last, std::int64_t bytes) {
     a[static_cast<std::size_t>(first)] += bytes;
     a[static_cast<std::size_t>(last + 1)] -= bytes;
@@ -366,9 +439,14 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     const training_node& t = p.node_of(j);
     const node_plan& np = inf.plan_of(j);
     const std::int64_t eb = p.element_bytes(j);
-    request(t.forward, t.stash_last, aligned(np.output.max_elements_per_tile() * eb),
+    request(t.forward, t.output_last, aligned(np.output.max_elements_per_tile() * eb),
             {training_category::activations, j, -1, &np.output, eb, 0});
-    over_steps(active_sum, t.forward, t.stash_last, np.output.elements() * eb);
+    over_steps(active_sum, t.forward, t.output_last, np.output.elements() * eb);
+    if (t.recompute >= 0) {
+      request(t.recompute, t.backward, aligned(np.output.max_elements_per_tile() * eb),
+              {training_category::recomputed, j, -1, &np.output, eb, 0});
+      over_steps(recomputed_sum, t.recompute, t.backward, np.output.elements() * eb);
+    }
     if (t.grad_first >= 0) {
       request(t.grad_first, t.backward, aligned(np.output.max_elements_per_tile() * eb),
               {training_category::gradients, j, -1, &np.output, eb, 0});
@@ -382,7 +460,7 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
       over_steps(grad_sum, t.backward, t.update, tt.mapping.elements() * eb);
     }
     const std::int64_t temporaries = aligned(np.transient_max.temporaries), exchange = aligned(np.transient_max.exchange);
-    for (int s : {t.forward, t.backward})
+    for (int s : {t.forward, t.backward, t.recompute})
       if (s >= 0) request(s, s, temporaries + exchange, {training_category::temporaries, j, -1, nullptr, 0, temporaries});
   }
   std::array<std::int64_t, M> order_keys{};
@@ -404,20 +482,24 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     const node_plan& np = inf.plan_of(b.node);
     if (b.category == training_category::activations) {
       t.output_offset = at;
+    } else if (b.category == training_category::recomputed) {
+      t.recomputed_offset = at;
     } else if (b.category == training_category::gradients) {
       (b.tensor < 0 ? t.grad_offset : t.weight_grad_offset[static_cast<std::size_t>(b.tensor)]) = at;
     } else {
-      step_buffers& sb = requests[static_cast<std::size_t>(k)].first == t.forward ? t.forward_buffers : t.backward_buffers;
+      const int s = requests[static_cast<std::size_t>(k)].first;
+      step_buffers& sb = s == t.forward ? t.forward_buffers : s == t.backward ? t.backward_buffers : t.recompute_buffers;
       if (np.transient_max.temporaries > 0) sb.temporaries = at;
       if (np.transient_max.exchange > 0) sb.exchange = at + b.temporaries_room;
     }
   }
 
   // IPU-wide totals of the categories that come and go: the largest sum over the steps.
-  std::int64_t live = 0, grads = 0;
+  std::int64_t live = 0, again = 0, grads = 0;
   for (std::size_t s = 0; s < S; ++s) {
-    live += active_sum[s], grads += grad_sum[s];
+    live += active_sum[s], again += recomputed_sum[s], grads += grad_sum[s];
     im.totals.activations = std::max(im.totals.activations, live);
+    im.totals.recomputed = std::max(im.totals.recomputed, again);
     im.totals.gradients = std::max(im.totals.gradients, grads);
   }
   for (int j = 0; j < static_cast<int>(N); ++j) {
@@ -426,53 +508,31 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     im.totals.exchange = std::max(im.totals.exchange, transient_sum(np.step, np.work.units, false));
   }
 
-  // The peak, as `plan_ipu` finds it: buffers visited from the highest bound down while one
-  // can still beat the best peak found.
-  im.peak = max_base;
-  for (std::size_t t = 0; t < T; ++t)
-    if (base[t] == max_base) {
-      im.peak_tile = static_cast<int>(t);
-      break;
-    }
-  std::array<std::int64_t, T> highest_before{};  // highest base of tiles [0, t]
-  for (std::size_t t = 0; t < T; ++t) highest_before[t] = std::max(base[t], t > 0 ? highest_before[t - 1] : 0);
-  const auto footprint = [&](const training_buffer& b) {
-    return tiles_of(b.mapping ? b.mapping->units : inf.plan_of(b.node).work.units);
-  };
-  std::array<std::int64_t, M> keys{};
-  int bounded = 0;
-  for (int k = 0; k < count; ++k) {
-    const auto [first, end] = footprint(buffers[static_cast<std::size_t>(k)]);
-    if (first >= end) continue;
-    const std::int64_t highest = first == 0 ? highest_before[static_cast<std::size_t>(end - 1)] : max_base;
-    const std::int64_t bound = highest + offset[static_cast<std::size_t>(k)] + requests[static_cast<std::size_t>(k)].bytes;
-    if (bound > im.peak) keys[static_cast<std::size_t>(bounded++)] = ((std::int64_t{1} << 46) - bound) << 16 | k;
-  }
-  std::sort(keys.begin(), keys.begin() + bounded);
-  int top = -1;  // the buffer reaching the peak
-  for (int c = 0; c < bounded; ++c) {
-    const int k = static_cast<int>(keys[static_cast<std::size_t>(c)] & 0xffff);
-    if ((std::int64_t{1} << 46) - (keys[static_cast<std::size_t>(c)] >> 16) <= im.peak) break;
-    const training_buffer& b = buffers[static_cast<std::size_t>(k)];
-    const std::int64_t at = offset[static_cast<std::size_t>(k)];
-    const auto consider = [&](int tile, std::int64_t offset_on_tile, std::int64_t bytes) {
-      const std::int64_t reach = base[static_cast<std::size_t>(tile)] + offset_on_tile + aligned(bytes);
-      if (bytes > 0 && reach > im.peak) im.peak = reach, im.peak_tile = tile, top = k;
-    };
-    if (b.mapping) {
-      const tensor_mapping& m = *b.mapping;
-      for_each_part(m.units, [&](int tile, std::int64_t units) { consider(tile, at, units * m.unit_elements * b.element_bytes); });
-      continue;
-    }
-    const node_plan& np = inf.plan_of(b.node);
-    std::int64_t cached_units = -1;
-    transient_bytes tr{};
-    for_each_part(np.work.units, [&](int tile, std::int64_t units) {
-      if (units != cached_units) cached_units = units, tr = transient_on(np.step, units);
-      consider(tile, at, tr.temporaries);
-      consider(tile, at + b.temporaries_room, tr.exchange);
-    });
-  }
+  // The peak, as `plan_ipu` finds it.
+  const int top = find_peak(
+      region, offset, requests, count,
+      [&](int k) {
+        const training_buffer& b = buffers[static_cast<std::size_t>(k)];
+        return tiles_of(b.mapping ? b.mapping->units : inf.plan_of(b.node).work.units);
+      },
+      [&](int k, auto&& consider) {
+        const training_buffer& b = buffers[static_cast<std::size_t>(k)];
+        const std::int64_t at = offset[static_cast<std::size_t>(k)];
+        if (b.mapping) {
+          const tensor_mapping& m = *b.mapping;
+          for_each_part(m.units, [&](int tile, std::int64_t units) { consider(tile, at, units * m.unit_elements * b.element_bytes); });
+          return;
+        }
+        const node_plan& np = inf.plan_of(b.node);
+        std::int64_t cached_units = -1;
+        transient_bytes tr{};
+        for_each_part(np.work.units, [&](int tile, std::int64_t units) {
+          if (units != cached_units) cached_units = units, tr = transient_on(np.step, units);
+          consider(tile, at, tr.temporaries);
+          consider(tile, at + b.temporaries_room, tr.exchange);
+        });
+      },
+      im.peak, im.peak_tile);
   // The peak's step: of the steps the highest buffer lives through, the one with the most
   // bytes in use on the peak tile.
   // Then the category with the most bytes in use there and its largest buffer: what the error names.
@@ -505,7 +565,8 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     std::array<std::int64_t, training_category_count> by_category{};
     for (int k = 0; k < count; ++k)
       if (live(k)) by_category[static_cast<std::size_t>(buffers[static_cast<std::size_t>(k)].category)] += bytes_on_tile[static_cast<std::size_t>(k)];
-    for (training_category c : {training_category::activations, training_category::gradients, training_category::temporaries})
+    for (training_category c : {training_category::activations, training_category::recomputed, training_category::gradients,
+                                training_category::temporaries})
       if (by_category[static_cast<std::size_t>(c)] > by_category[static_cast<std::size_t>(im.peak_category)]) im.peak_category = c;
     std::int64_t largest = 0;
     for (int k = 0; k < count; ++k)
@@ -514,12 +575,8 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
         im.peak_node = buffers[static_cast<std::size_t>(k)].node;
       }
   }
-  const std::int64_t code_on_peak_tile = always[static_cast<std::size_t>(im.peak_tile)] - [&] {
-    const training_bytes m = p.tensors_on(im.peak_tile);
-    return m.weights + m.master_weights + m.optimizer_state;
-  }();
-  im.at_peak = im.peak_step >= 0 ? p.usage_without_code(im.peak_tile, im.peak_step) : p.tensors_on(im.peak_tile);
-  im.at_peak.code = code_on_peak_tile;
+  im.at_peak = im.peak_step >= 0 ? p.usage(im.peak_tile, im.peak_step) : p.tensors_on(im.peak_tile);
+  im.at_peak.code = p.code_on(im.peak_tile);
   im.fits = im.peak <= im.capacity;
 }
 
@@ -537,17 +594,28 @@ consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
     p.fits = false;
     return p;
   }
-  // The steps: forward in table order, backward in reverse, updates in table order.
+  // The steps: forward in table order; backward in reverse, each kept node's preceded by the
+  // recompute steps of the nodes since the previous kept one; updates in table order.
+  const std::array<bool, N> kept = kept_outputs(*inf.table, topts.recompute);
   int s = 0;
   for (int j = 0; j < static_cast<int>(N); ++j) {
     p.nodes[static_cast<std::size_t>(j)].forward = s;
     p.steps[static_cast<std::size_t>(s++)] = {j, step_phase::forward, 0};
   }
-  for (int j = static_cast<int>(N) - 1; j >= 0; --j)
+  for (int j = static_cast<int>(N) - 1; j >= 0; --j) {
+    if (kept[static_cast<std::size_t>(j)]) {
+      int first = j;
+      while (first > 0 && !kept[static_cast<std::size_t>(first - 1)]) --first;
+      for (int k = first; k < j; ++k) {
+        p.nodes[static_cast<std::size_t>(k)].recompute = s;
+        p.steps[static_cast<std::size_t>(s++)] = {k, step_phase::recompute, 0};
+      }
+    }
     if (!(inf.at(j).kind == op_of<ops::input>)) {
       p.nodes[static_cast<std::size_t>(j)].backward = s;
       p.steps[static_cast<std::size_t>(s++)] = {j, step_phase::backward, 0};
     }
+  }
   for (int j = 0; j < static_cast<int>(N); ++j)
     if (has_trainable(inf.at(j))) {
       p.nodes[static_cast<std::size_t>(j)].update = s;
@@ -561,12 +629,13 @@ consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
     const ops::tensor_specs specs = n.kind.info->tensors(n);
     for (const ops::tensor_spec& spec : specs.view())
       t.tensors[static_cast<std::size_t>(t.tensor_count++)] = {map_elements(spec.elements(), size_of(n.type), chip), spec.trainable};
-    t.stash_last = t.backward >= 0 ? t.backward : inf.held_to(0, j);
+    const bool keep = kept[static_cast<std::size_t>(j)];
+    t.output_last = keep && t.backward >= 0 ? t.backward : inf.held_to(0, j);
     int last_reader = j + 1 == static_cast<int>(N) ? j : -1;
     for (int k = j + 1; k < static_cast<int>(N); ++k)
       if (inf.at(k).reads(j)) {
         last_reader = std::max(last_reader, k);
-        if (t.backward < 0) t.stash_last = std::max(t.stash_last, p.node_of(k).backward);
+        if (keep && t.backward < 0) t.output_last = std::max(t.output_last, p.node_of(k).backward);
       }
     if (t.backward >= 0) t.grad_first = p.node_of(last_reader >= 0 ? last_reader : j).backward;
   }
@@ -579,7 +648,7 @@ template <Graph G, train_options O, class Target, options Opts>
 struct plan_info<training<G, O>, Target, Opts> {
   using inference_t = plan_info<G, Target, Opts>;
   static constexpr std::size_t size = inference_t::size;
-  static constexpr std::size_t steps = training_steps(graph_info<typename training<G, O>::graph_type>::nodes);
+  static constexpr std::size_t steps = training_steps(graph_info<typename training<G, O>::graph_type>::nodes, O.recompute);
   static constexpr training_plan<size, steps, Target::ipus> value =
       make_training_plan<size, steps, Target::ipus, Target::chip.tiles>(inference_t::base, O);
   /// The diagnostic of the plan's error, if it has one (a compile error; see `plan_info`).
@@ -592,6 +661,7 @@ namespace diag {
 
 /// The category at a training plan's peak with the most bytes, as a type both compilers print.
 struct stashed_activations_of {};
+struct recomputed_activations_of {};
 struct gradients_of {};
 struct temporaries_and_exchange_of {};
 /// The category at the peak with the most bytes (`What`) and the layer of its largest buffer;
@@ -603,16 +673,19 @@ struct always_live_memory {};
 struct forward_step {};
 struct backward_step {};
 struct update_step {};
+struct recompute_step {};
 /// The step at the peak: its phase and layer.
 template <class Phase, auto Layer>
 struct during {};
 struct master_weights { std::int64_t bytes; };
 struct optimizer_state { std::int64_t bytes; };
 struct stashed_activations { std::int64_t bytes; };
+struct recomputed_activations { std::int64_t bytes; };
 struct gradients { std::int64_t bytes; };
 
 template <on_ipu Ipu, on_tile Tile, class Buffer, class Step, bytes_needed Needed, bytes_available Available, weights W,
-          master_weights MW, optimizer_state OS, code C, stashed_activations A, gradients G, temporaries T, exchange E>
+          master_weights MW, optimizer_state OS, code C, stashed_activations A, recomputed_activations R, gradients G,
+          temporaries T, exchange E>
 struct training_tile_out_of_memory {
   static_assert(Needed.value <= Available.value,
                 "ipu: a tile needs more memory than it has for a training step; lower the micro-batch, train in "
@@ -631,6 +704,7 @@ template <bool AlwaysLive, training_category C, auto Layer>
 consteval auto largest_at_peak() {
   if constexpr (AlwaysLive) return diag::always_live_memory{};
   else if constexpr (C == training_category::activations) return diag::largest_is<diag::stashed_activations_of, Layer>{};
+  else if constexpr (C == training_category::recomputed) return diag::largest_is<diag::recomputed_activations_of, Layer>{};
   else if constexpr (C == training_category::gradients) return diag::largest_is<diag::gradients_of, Layer>{};
   else return diag::largest_is<diag::temporaries_and_exchange_of, Layer>{};
 }
@@ -640,6 +714,7 @@ template <step_phase Phase, auto Layer>
 consteval auto step_at_peak() {
   if constexpr (Phase == step_phase::forward) return diag::during<diag::forward_step, Layer>{};
   else if constexpr (Phase == step_phase::backward) return diag::during<diag::backward_step, Layer>{};
+  else if constexpr (Phase == step_phase::recompute) return diag::during<diag::recompute_step, Layer>{};
   else return diag::during<diag::update_step, Layer>{};
 }
 
@@ -656,7 +731,8 @@ consteval auto report_training_out_of_memory() {
   return diag::training_tile_out_of_memory<
       diag::on_ipu{0}, diag::on_tile{M.peak_tile}, buffer, step, diag::bytes_needed{M.peak}, diag::bytes_available{M.capacity},
       diag::weights{a.weights}, diag::master_weights{a.master_weights}, diag::optimizer_state{a.optimizer_state},
-      diag::code{a.code}, diag::stashed_activations{a.activations}, diag::gradients{a.gradients},
+      diag::code{a.code}, diag::stashed_activations{a.activations}, diag::recomputed_activations{a.recomputed},
+      diag::gradients{a.gradients},
       diag::temporaries{a.temporaries}, diag::exchange{a.exchange}>::value;
 }
 

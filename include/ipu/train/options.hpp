@@ -21,6 +21,16 @@
 
 namespace ipu {
 
+/// Which forward outputs a training step keeps for its backward pass; the others it computes
+/// again, in the backward pass, from the nearest kept output before them (Graphcore's
+/// recomputation checkpoints). Kept are always the graph's input and output, and any output
+/// read beyond the next kept one (its segment is recomputed only after the later one's).
+enum class recompute : std::uint8_t {
+  none,       ///< every output is kept
+  per_block,  ///< kept: the outputs no earlier value crosses, the ends of residual blocks and the nodes of plain chains
+  checkpoints ///< kept: the outputs marked with `nn::checkpoint`
+};
+
 /// The loss a trainer minimises, as the mean over the batch.
 enum class loss : std::uint8_t {
   /// Softmax cross-entropy with integer labels, from the logits: the graph's output, or the
@@ -188,6 +198,7 @@ constexpr lr_schedule cosine_decay(std::int64_t steps, std::int64_t warmup_steps
 struct train_options {
   ipu::optimizer optimizer = ipu::sgd{};             ///< the optimiser and its hyper-parameters
   ipu::loss loss = ipu::loss::softmax_cross_entropy;  ///< the loss
+  ipu::recompute recompute = ipu::recompute::none;     ///< which outputs the backward pass computes again
   /// The type of the master weights and the optimiser state of an f16 graph: `dtype::f32` keeps
   /// an f32 copy of the trainable tensors, updated in f32 and rounded to f16 for the next step
   /// (Graphcore's "16.32"); `dtype::f16` updates the f16 weights themselves ("16.16"). An f32

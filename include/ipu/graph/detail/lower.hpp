@@ -34,6 +34,8 @@ template <>
 inline constexpr int node_count<nn::identity_t> = 0;
 template <nn::scalar R>
 inline constexpr int node_count<nn::dropout_t<R>> = 0;  // the identity at inference
+template <>
+inline constexpr int node_count<nn::checkpoint_t> = 0;  // a mark on the node before it
 template <class Join, class... Branches>
 inline constexpr int node_count<nn::join_t<Join, Branches...>> = [] {
   int n = 1;
@@ -229,6 +231,13 @@ struct emit<nn::dropout_t<R>> {  // the identity at inference
   template <class B>
   static constexpr void apply(B&, name_scope&) {}
 };
+template <>
+struct emit<nn::checkpoint_t> {  // marks the node before it
+  template <class B>
+  static constexpr void apply(B& b, name_scope&) {
+    b.nodes[static_cast<std::size_t>(b.current)].checkpoint = true;
+  }
+};
 template <class Join, class... Branches>
 struct emit<nn::join_t<Join, Branches...>> {
   template <class B>
@@ -324,6 +333,11 @@ struct op_walk<nn::identity_t> {
 };
 template <nn::scalar R>
 struct op_walk<nn::dropout_t<R>> {
+  template <class F>
+  static void apply(F&) {}
+};
+template <>
+struct op_walk<nn::checkpoint_t> {
   template <class F>
   static void apply(F&) {}
 };

@@ -1,0 +1,62 @@
+// The memory report of a training step against brute force over `training_plan::usage` (every
+// tile at every step) and against the plan's own peak.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace nn = ipu::nn;
+
+namespace {
+struct tiny {
+  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
+  static constexpr int ipus = 1;
+  static constexpr const char* name = "tiny";
+};
+
+constexpr auto net = ipu::input<ipu::f16, 2, 16, 16, 8> | nn::conv<16, 3> | nn::batch_norm | nn::relu
+    | nn::residual(nn::conv<16, 1> | nn::batch_norm | nn::relu | nn::conv<16, 3> | nn::batch_norm) | nn::relu
+    | nn::global_avg_pool | nn::dense<10>;
+constexpr ipu::train_options opts{.optimizer = ipu::adam{}, .recompute = ipu::recompute::per_block};
+using training_t = ipu::training<decltype(net), opts>;
+}  // namespace
+
+TEST_CASE("the training memory report's tile peaks are the most bytes each tile uses at any step") {
+  const ipu::training_memory_report_t r = ipu::memory_report<training_t, tiny>();
+  constexpr auto& p = ipu::plan_v<training_t, tiny>;
+  REQUIRE(r.tiles.size() == 16);
+  REQUIRE(r.steps.size() == p.step_count);
+  std::int64_t most = 0;
+  for (int t = 0; t < 16; ++t) {
+    std::int64_t tile_most = 0;
+    for (int s = 0; s < static_cast<int>(p.step_count); ++s) tile_most = std::max(tile_most, p.usage(t, s).total());
+    CHECK(r.tiles[static_cast<std::size_t>(t)].bytes.total() == tile_most);
+    CHECK(r.tiles[static_cast<std::size_t>(t)].bytes == p.usage(t, r.tiles[static_cast<std::size_t>(t)].step));
+    most = std::max(most, tile_most);
+  }
+  CHECK(r.peak.bytes.total() == most);
+  CHECK(most <= p.ipus[0].peak);  // the allocation adds alignment and gaps, never takes away
+  CHECK(r.plan.peak == p.ipus[0].peak);
+  // Each phase's fullest tile, over that phase's steps only.
+  for (int ph = 0; ph < 4; ++ph) {
+    std::int64_t phase_most = -1;
+    for (int t = 0; t < 16; ++t)
+      for (int s = 0; s < static_cast<int>(p.step_count); ++s)
+        if (static_cast<int>(p.steps[static_cast<std::size_t>(s)].phase) == ph) phase_most = std::max(phase_most, p.usage(t, s).total());
+    CHECK(r.phases[static_cast<std::size_t>(ph)].bytes.total() == phase_most);
+  }
+  int tiles = 0;
+  for (int count : r.histogram) tiles += count;
+  CHECK(tiles == 16);
+  CHECK(r.phase_steps[static_cast<std::size_t>(ipu::step_phase::recompute)] == 5);
+}
+
+TEST_CASE("the training memory report prints the peak, the phases, the categories and the options") {
+  const std::string text = ipu::memory_report<training_t, tiny>().str();
+  for (const char* expected : {"training memory report: tiny", "Adam (2 state tensors), master weights f32, recompute per block",
+                               "5 recompute", "stashed activations", "recomputed activations", "optimiser state",
+                               "fullest tile by phase:", "fullest tiles:", "fits\n"})
+    CHECK(text.find(expected) != std::string::npos);
+}

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace ipu {
 
@@ -53,13 +54,20 @@ struct node_plan {
 };
 
 /// What a step does to its node. Inference has forward steps only; a training step
-/// (`plan/training.hpp`) has all three.
+/// (`plan/training.hpp`) has forward, backward and update steps, and recompute steps when it
+/// recomputes.
 enum class step_phase : std::uint8_t {
   forward,   ///< computes the node's output from its inputs
   backward,  ///< computes the gradients of its inputs and weights from its output's
   update,    ///< applies the optimiser to its trainable tensors
   recompute, ///< computes the node's output again for the backward pass (`ipu::recompute`)
 };
+
+/// `"forward"`, `"backward"`, `"update"` or `"recompute"`.
+constexpr std::string_view name_of(step_phase p) noexcept {
+  constexpr std::string_view names[] = {"forward", "backward", "update", "recompute"};
+  return names[static_cast<int>(p)];
+}
 
 /// One step of a plan: a phase of a node, on the node's IPU or on the host. Executors run a
 /// plan's steps in order.

@@ -6,8 +6,8 @@
 /// A training step runs, on the graph's IPU, a **forward** step per node (as inference does),
 /// then a **backward** step per node in reverse order (every node but the input: the gradients
 /// of its inputs and of its weights from the gradient of its output; the loss is part of the
-/// last node's backward step), then an **update** step per node with trainable tensors (the
-/// optimiser). At step `s`, a tile holds
+/// last node's backward step), some preceded by **recompute** steps (`Opts.recompute`), then
+/// an **update** step per node with trainable tensors (the optimiser). At step `s`, a tile holds
 ///
 ///   - **always live:** the weights (every tensor of `ipu::weights`, batch norm's running
 ///     statistics too, in the graph's element type, each mapped with the linear rule from tile

@@ -25,12 +25,6 @@
 
 namespace ipu {
 
-/// `"forward"`, `"backward"`, `"update"` or `"recompute"`.
-constexpr std::string_view name_of(step_phase p) noexcept {
-  constexpr std::string_view names[] = {"forward", "backward", "update", "recompute"};
-  return names[static_cast<int>(p)];
-}
-
 /// The memory report of a training plan: the data as public members, printable with `<<` or
 /// `str()`. Every figure is in bytes of one tile unless its name says otherwise.
 struct training_memory_report_t {

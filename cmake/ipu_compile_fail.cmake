@@ -1,7 +1,11 @@
 # cmake -DIPU_CF_SOURCE=<case.cpp> -DIPU_CF_MODE=fail|ok -DIPU_CF_FLAGS_FILE=<flags.cmake>
-#       -P ipu_compile_fail.cmake
+#       [-DIPU_CF_PCH=<precompiled ipu.hpp>] -P ipu_compile_fail.cmake
+# cmake -DIPU_CF_MODE=pch -DIPU_CF_PCH=<output> -DIPU_CF_FLAGS_FILE=<flags.cmake> -P ipu_compile_fail.cmake
 #
-# Runs one compile-fail case (see tests/compile_fail/CMakeLists.txt).
+# Runs one compile-fail case (see tests/compile_fail/CMakeLists.txt), or precompiles
+# <ipu/ipu.hpp> for them with the same flags (`pch`: the ok twins' warnings, -Werror).
+# A case uses the precompiled header IPU_CF_PCH when that file exists: GCC's
+# `<dir>/ipu/ipu.hpp.gch` through -I<dir>, clang's through -include-pch.
 #   fail: compile with -fsyntax-only; succeed only if the compile fails, every
 #         `// expect: <regex>` line of the case matches the diagnostics, and ipu's headers
 #         report at most one error. Lines written `// expect-gcc: <regex>` or
@@ -14,17 +18,36 @@
 
 cmake_minimum_required(VERSION 3.23)
 
-foreach(_v IN ITEMS IPU_CF_SOURCE IPU_CF_MODE IPU_CF_FLAGS_FILE)
+set(_required IPU_CF_MODE IPU_CF_FLAGS_FILE)
+if(IPU_CF_MODE STREQUAL "pch")
+  list(APPEND _required IPU_CF_PCH)
+else()
+  list(APPEND _required IPU_CF_SOURCE)
+endif()
+foreach(_v IN LISTS _required)
   if(NOT DEFINED ${_v})
     message(FATAL_ERROR "ipu_compile_fail.cmake: -D${_v}=... is required")
   endif()
 endforeach()
 include("${IPU_CF_FLAGS_FILE}")
 
-get_filename_component(_case_name "${IPU_CF_SOURCE}" NAME)
-
 # --- Compiler command -----------------------------------------------------------------
-set(_cmd ${IPU_CF_COMPILER} ${IPU_CF_FLAGS} -std=c++20 -fsyntax-only)
+list(REMOVE_ITEM IPU_CF_OPTIONS "")
+set(_cmd ${IPU_CF_COMPILER} ${IPU_CF_FLAGS} -std=c++20 ${IPU_CF_OPTIONS})
+set(_use_pch OFF)
+if(NOT IPU_CF_MODE STREQUAL "pch")
+  list(APPEND _cmd -fsyntax-only)
+  if(DEFINED IPU_CF_PCH AND EXISTS "${IPU_CF_PCH}")
+    set(_use_pch ON)
+  endif()
+endif()
+if(_use_pch AND IPU_CF_COMPILER_ID STREQUAL "GNU")
+  get_filename_component(_pch_dir "${IPU_CF_PCH}" DIRECTORY)   # <dir>/ipu
+  get_filename_component(_pch_dir "${_pch_dir}" DIRECTORY)
+  list(APPEND _cmd -Winvalid-pch "-I${_pch_dir}")
+elseif(_use_pch)
+  list(APPEND _cmd -include-pch "${IPU_CF_PCH}")
+endif()
 if(IPU_CF_COMPILER_ID STREQUAL "GNU")
   list(APPEND _cmd -fdiagnostics-color=never -fno-diagnostics-show-caret)
 elseif(IPU_CF_COMPILER_ID MATCHES "Clang")
@@ -55,10 +78,25 @@ endforeach()
 
 if(IPU_CF_MODE STREQUAL "ok")
   list(APPEND _cmd -DIPU_COMPILE_FAIL_OK -Wall -Wextra -Wpedantic -Werror)
+elseif(IPU_CF_MODE STREQUAL "pch")
+  # A header of its own: <ipu/ipu.hpp> compiled as the main file warns of its #pragma once.
+  get_filename_component(_pch_dir "${IPU_CF_PCH}" DIRECTORY)
+  file(MAKE_DIRECTORY "${_pch_dir}")
+  get_filename_component(_flags_dir "${IPU_CF_FLAGS_FILE}" DIRECTORY)
+  set(_header "${_flags_dir}/ipu_pch.hpp")
+  file(WRITE "${_header}" "#include <ipu/ipu.hpp>\n")
+  list(APPEND _cmd -Wall -Wextra -Wpedantic -Werror -x c++-header "${_header}" -o "${IPU_CF_PCH}")
+  execute_process(COMMAND ${_cmd} RESULT_VARIABLE _result)
+  if(NOT _result EQUAL 0)
+    string(JOIN " " _cmd_line ${_cmd})
+    message(FATAL_ERROR "ipu_compile_fail.cmake: precompiling <ipu/ipu.hpp> failed (exit ${_result}):\n  ${_cmd_line}")
+  endif()
+  return()
 elseif(NOT IPU_CF_MODE STREQUAL "fail")
-  message(FATAL_ERROR "ipu_compile_fail.cmake: IPU_CF_MODE must be 'fail' or 'ok'")
+  message(FATAL_ERROR "ipu_compile_fail.cmake: IPU_CF_MODE must be 'fail', 'ok' or 'pch'")
 endif()
 list(APPEND _cmd ${IPU_CF_SOURCE})
+get_filename_component(_case_name "${IPU_CF_SOURCE}" NAME)
 
 # --- The expectations: `// expect[-gcc|-clang]: <regex>` lines, read without list splitting
 file(READ "${IPU_CF_SOURCE}" _text)

@@ -7,6 +7,10 @@
 #include <sstream>
 #include <vector>
 
+// A namespace of its own: the guides' examples that run engines are one translation unit
+// (tests/CMakeLists.txt).
+namespace executor_doc {
+
 namespace {
 namespace nn = ipu::nn;
 
@@ -66,3 +70,5 @@ TEST_CASE("docs/executor.md: run a graph, load weights, read the profile") {
   // [check_finite]
   CHECK_THROWS_AS(checked.infer(x), ipu::non_finite_error);
 }
+
+}  // namespace executor_doc

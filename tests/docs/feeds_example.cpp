@@ -12,6 +12,10 @@
 #include <thread>
 #include <vector>
 
+// A namespace of its own: the guides' examples that run engines are one translation unit
+// (tests/CMakeLists.txt).
+namespace feeds_doc {
+
 namespace {
 namespace nn = ipu::nn;
 
@@ -109,3 +113,5 @@ TEST_CASE("docs/feeds.md: zero-copy writes, the last result, and a producer's er
   CHECK(std::abs(sum_of(ys[0], 0) - 1.0f) < 1e-4f);
   CHECK(latest.pushed() == 6);
 }
+
+}  // namespace feeds_doc

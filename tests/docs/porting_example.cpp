@@ -24,6 +24,10 @@
 #include <type_traits>
 #include <vector>
 
+// A namespace of its own: the guides' examples that run engines are one translation unit
+// (tests/CMakeLists.txt).
+namespace porting_doc {
+
 namespace {
 namespace nn = ipu::nn;
 
@@ -250,3 +254,5 @@ TEST_CASE("docs/porting.md: weights by the seed's layer names") {
   const std::array<std::int64_t, 4> transposed{3, 3, 128, 4};         // a wrong shape is named, not loaded
   CHECK_THROWS_AS(w["stage1.block1.conv2"].assign("kernel", checkpoint_kernel, transposed), ipu::weight_error);
 }
+
+}  // namespace porting_doc

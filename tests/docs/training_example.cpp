@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+// A namespace of its own: the guides' examples that run engines are one translation unit
+// (tests/CMakeLists.txt).
+namespace training_doc {
+
 namespace {
 namespace nn = ipu::nn;
 
@@ -51,3 +55,5 @@ TEST_CASE("docs/training.md: train, read the gradients, run the trained weights"
   engine.infer(images, y);
   CHECK(y(0, 0) > 0);
 }
+
+}  // namespace training_doc

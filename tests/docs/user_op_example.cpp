@@ -13,6 +13,10 @@ namespace nn = ipu::nn;
 #include <string_view>
 #include <vector>
 
+// A namespace of its own: the guides' examples that run engines are one translation unit
+// (tests/CMakeLists.txt).
+namespace user_op_doc {
+
 namespace my_ops {
 
 /// TensorFlow's `tf.nn.softsign` (PyTorch's `nn.Softsign`): `x / (1 + |x|)`.
@@ -84,3 +88,5 @@ TEST_CASE("a user-defined op is named, planned and reported like the library's o
   const std::string summary = ipu::summary<net_t>().str();
   CHECK(summary.find("softsign") != std::string::npos);
 }
+
+}  // namespace user_op_doc

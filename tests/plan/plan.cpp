@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/targets.hpp"
+
 #include <cstdint>
 #include <vector>
 
@@ -12,12 +14,7 @@ using std::int64_t;
 
 namespace {
 
-/// A Mk2 with 16 tiles, as the IPU Model allows.
-struct tiny {
-  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
-  static constexpr int ipus = 1;
-  static constexpr const char* name = "tiny";
-};
+using tiny = ipu_test::small_target<16>;
 using tiny2 = ipu::system<tiny, 2>;
 
 constexpr ipu::options seed_options{.available_memory_proportion = {3, 10}};

@@ -4,16 +4,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/targets.hpp"
+
 #include <cstdint>
 
 namespace nn = ipu::nn;
 
 namespace {
-struct tiny {
-  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
-  static constexpr int ipus = 1;
-  static constexpr const char* name = "tiny";
-};
+using tiny = ipu_test::small_target<16>;
 using tiny2 = ipu::system<tiny, 2>;
 
 // conv, batch norm, relu fuse; the block's add and relu fuse into its second conv (the

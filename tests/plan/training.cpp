@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/targets.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
@@ -14,11 +16,7 @@
 namespace nn = ipu::nn;
 
 namespace {
-struct tiny {
-  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
-  static constexpr int ipus = 1;
-  static constexpr const char* name = "tiny";
-};
+using tiny = ipu_test::small_target<16>;
 
 // Trainable parameters: conv1 3*3*3*8 = 216, batch norms 3 x (8 + 8) = 48, block1.conv1 8*8 =
 // 64, block1.conv2 3*3*8*8 = 576, dense1 8*4 + 4 = 36: 940. Running statistics: 3 x (8 + 8) = 48.

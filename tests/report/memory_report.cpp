@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/targets.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -18,11 +20,7 @@ using report = ipu::memory_report_t;
 namespace {
 /// A Mk2 with 16 tiles per IPU, on `Ipus` IPUs.
 template <int Ipus>
-struct tiny {
-  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
-  static constexpr int ipus = Ipus;
-  static constexpr const char* name = "tiny";
-};
+using tiny = ipu_test::small_target<16, Ipus>;
 
 constexpr auto block = nn::conv<16, 1> | nn::batch_norm | nn::relu | nn::conv<16, 3> | nn::batch_norm;
 constexpr auto small = ipu::input<ipu::f32, 2, 16, 16, 8> | nn::conv<16, 3> | nn::batch_norm | nn::relu |
@@ -214,7 +212,7 @@ TEST_CASE("every tile's peak and every layer's peak match usage on one IPU", "[r
   using target = tiny<1>;
   constexpr auto& p = ipu::plan_v<small_t, target>;
   const report r = ipu::memory_report<small_t, target>();
-  REQUIRE(r.target == "tiny");
+  REQUIRE(r.target == "mk2-small");
   check_structure(p, r);
   check_every_tile(p, r);
   check_text(p, r);

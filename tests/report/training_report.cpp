@@ -4,17 +4,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/targets.hpp"
+
 #include <cstdint>
 #include <string>
 
 namespace nn = ipu::nn;
 
 namespace {
-struct tiny {
-  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
-  static constexpr int ipus = 1;
-  static constexpr const char* name = "tiny";
-};
+using tiny = ipu_test::small_target<16>;
 
 constexpr auto net = ipu::input<ipu::f16, 2, 16, 16, 8> | nn::conv<16, 3> | nn::batch_norm | nn::relu
     | nn::residual(nn::conv<16, 1> | nn::batch_norm | nn::relu | nn::conv<16, 3> | nn::batch_norm) | nn::relu
@@ -55,7 +53,7 @@ TEST_CASE("the training memory report's tile peaks are the most bytes each tile 
 
 TEST_CASE("the training memory report prints the peak, the phases, the categories and the options") {
   const std::string text = ipu::memory_report<training_t, tiny>().str();
-  for (const char* expected : {"training memory report: tiny", "Adam (2 state tensors), master weights f32, recompute per block",
+  for (const char* expected : {"training memory report: mk2-small", "Adam (2 state tensors), master weights f32, recompute per block",
                                "5 recompute", "stashed activations", "recomputed activations", "optimiser state",
                                "fullest tile by phase:", "fullest tiles:", "fits\n"})
     CHECK(text.find(expected) != std::string::npos);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "support/reference.hpp"
+#include "support/targets.hpp"
 
 #include <ipu/ipu.hpp>
 
@@ -15,14 +16,6 @@
 #include <vector>
 
 namespace ipu_test {
-
-/// A Mk2 with `Tiles` tiles and `Ipus` IPUs, as the IPU Model allows.
-template <int Tiles, int Ipus = 1>
-struct small_target {
-  static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, Tiles);
-  static constexpr int ipus = Ipus;
-  static constexpr const char* name = "mk2-small";
-};
 
 /// A grouped residual net of every op kind but the joins: convolutions (grouped and not),
 /// batch norms, ReLUs, a residual block, both poolings, global pooling, dense and softmax.

@@ -98,13 +98,9 @@ struct training_bytes {
   std::int64_t exchange = 0;         ///< the step's received windows, weights and operands
 
   /// Bytes of category \p c.
-  constexpr std::int64_t operator[](training_category c) const noexcept {
-    constexpr std::int64_t training_bytes::*members[training_category_count] = {
-        &training_bytes::weights, &training_bytes::master_weights, &training_bytes::optimizer_state,
-        &training_bytes::code, &training_bytes::activations, &training_bytes::recomputed, &training_bytes::gradients,
-        &training_bytes::temporaries, &training_bytes::exchange};
-    return this->*members[static_cast<int>(c)];
-  }
+  constexpr std::int64_t operator[](training_category c) const noexcept { return this->*member(c); }
+  /// Bytes of category \p c, to add to.
+  constexpr std::int64_t& operator[](training_category c) noexcept { return this->*member(c); }
   /// Bytes that stay for the whole program: weights, master weights, optimiser state, code.
   constexpr std::int64_t always_live() const noexcept { return weights + master_weights + optimizer_state + code; }
   /// Bytes that come and go with the steps.
@@ -129,12 +125,34 @@ struct training_bytes {
   }
   /// Equal when every category holds the same bytes.
   constexpr bool operator==(const training_bytes&) const = default;
+
+ private:
+  static constexpr std::int64_t training_bytes::*member(training_category c) noexcept {
+    constexpr std::int64_t training_bytes::*members[training_category_count] = {
+        &training_bytes::weights, &training_bytes::master_weights, &training_bytes::optimizer_state,
+        &training_bytes::code, &training_bytes::activations, &training_bytes::recomputed, &training_bytes::gradients,
+        &training_bytes::temporaries, &training_bytes::exchange};
+    return members[static_cast<int>(c)];
+  }
 };
 
 /// One tensor of a layer in training: where it lives and whether training updates it.
 struct training_tensor {
   tensor_mapping mapping{};  ///< mapped with the linear rule from tile 0
   bool trainable = false;    ///< updated by its gradient (`ops::tensor_spec::trainable`)
+};
+
+/// One dynamic buffer of a training step on IPU 0: what it holds, whose it is, and the steps
+/// `[first, last]` it lives over. A tensor's bytes on a tile follow its mapping; a step's
+/// scratch (`temporaries`: its temporaries, then its exchange buffers) follows the step's work.
+struct training_buffer {
+  training_category category = training_category::activations;  ///< activations, recomputed, gradients or temporaries
+  int node = 0;    ///< whose
+  int tensor = -1; ///< a weight gradient's tensor (in the order of `ipu::weights`); -1 otherwise
+  int first = 0;   ///< the first step it is live
+  int last = 0;    ///< the last step it is live
+  const tensor_mapping* mapping = nullptr;  ///< a tensor's mapping; null for a step's scratch
+  std::int64_t element_bytes = 0;           ///< a tensor's bytes per element
 };
 
 /// The plan of one node in training: its steps, its tensors, how long its output and its
@@ -213,61 +231,71 @@ struct training_plan {
   /// `master_weights` and the graph's type.
   constexpr std::int64_t update_bytes(int j) const noexcept { return std::max(size_of(train.master_weights), element_bytes(j)); }
 
-  /// Always-live bytes of `tile` on IPU 0 but its code, by category.
-  constexpr training_bytes tensors_on(int tile) const noexcept {
-    training_bytes m;
+  /// Calls `f(mapping, bytes_per_element, count, category)` for the always-live tensors of IPU 0
+  /// but the code: `count` tensors of `mapping` of `category`. Each layer tensor is one tensor of
+  /// weights; a trainable one also has its master weights (when `update_bytes` is wider) and
+  /// `state_tensors()` tensors of optimiser state.
+  template <class F>
+  constexpr void for_each_always_live_tensor(F&& f) const {
     const int state = train.optimizer.state_tensors();
     for (int j = 0; j < static_cast<int>(N); ++j) {
       const training_node& t = node_of(j);
       const std::int64_t eb = element_bytes(j), ub = update_bytes(j);
       for (int w = 0; w < t.tensor_count; ++w) {
         const training_tensor& tt = t.tensors[static_cast<std::size_t>(w)];
-        const std::int64_t e = tt.mapping.elements_on(tile);
-        m.weights += e * eb;
+        f(tt.mapping, eb, 1, training_category::weights);
         if (!tt.trainable) continue;
-        m.master_weights += ub > eb ? e * ub : 0;
-        m.optimizer_state += state * e * ub;
+        if (ub > eb) f(tt.mapping, ub, 1, training_category::master_weights);
+        f(tt.mapping, ub, state, training_category::optimizer_state);
       }
     }
+  }
+  /// Always-live bytes of `tile` on IPU 0 but its code, by category.
+  constexpr training_bytes tensors_on(int tile) const noexcept {
+    training_bytes m;
+    for_each_always_live_tensor([&](const tensor_mapping& map, std::int64_t bytes, int count, training_category c) {
+      m[c] += count * map.elements_on(tile) * bytes;
+    });
     return m;
   }
-  /// Calls `f(first, last, category, bytes)` for each dynamic buffer of `tile` on IPU 0: live
-  /// over steps `[first, last]`, holding `bytes` of `category` there (`temporaries` and
-  /// `exchange` for a step's scratch, one call each).
+  /// Calls `f(buffer)` for each dynamic buffer of IPU 0 (a `training_buffer`), node by node: its
+  /// output (stashed or not), its recomputed output, its output's gradient, its trainable
+  /// tensors' gradients, and the scratch of its forward, backward and recompute steps.
   template <class F>
-  constexpr void for_each_buffer_on(int tile, F&& f) const {
+  constexpr void for_each_buffer(F&& f) const {
     for (int j = 0; j < static_cast<int>(N); ++j) {
       const training_node& t = node_of(j);
-      const node_plan& np = inference->plan_of(j);
-      const std::int64_t eb = element_bytes(j), out = np.output.elements_on(tile) * eb;
-      f(t.forward, t.output_last, training_category::activations, out);
-      if (t.recompute >= 0) f(t.recompute, t.backward, training_category::recomputed, out);
-      if (t.grad_first >= 0) f(t.grad_first, t.backward, training_category::gradients, out);
+      const tensor_mapping& out = inference->plan_of(j).output;
+      const std::int64_t eb = element_bytes(j);
+      f(training_buffer{training_category::activations, j, -1, t.forward, t.output_last, &out, eb});
+      if (t.recompute >= 0) f(training_buffer{training_category::recomputed, j, -1, t.recompute, t.backward, &out, eb});
+      if (t.grad_first >= 0) f(training_buffer{training_category::gradients, j, -1, t.grad_first, t.backward, &out, eb});
       for (int w = 0; w < t.tensor_count; ++w)
         if (t.tensors[static_cast<std::size_t>(w)].trainable)
-          f(t.backward, t.update, training_category::gradients, t.tensors[static_cast<std::size_t>(w)].mapping.elements_on(tile) * eb);
-      const transient_bytes tr = transient_on(np.step, np.work.units.elements_on(tile));
+          f(training_buffer{training_category::gradients, j, w, t.backward, t.update, &t.tensors[static_cast<std::size_t>(w)].mapping, eb});
       for (int s : {t.forward, t.backward, t.recompute})
-        if (s >= 0) {
-          f(s, s, training_category::temporaries, tr.temporaries);
-          f(s, s, training_category::exchange, tr.exchange);
-        }
+        if (s >= 0) f(training_buffer{training_category::temporaries, j, -1, s, s, nullptr, 0});
     }
+  }
+  /// The bytes of buffer `b` on `tile`, in its category (a step's scratch in `temporaries` and
+  /// `exchange`).
+  constexpr training_bytes bytes_on(const training_buffer& b, int tile) const noexcept {
+    training_bytes m;
+    if (b.mapping) {
+      m[b.category] = b.mapping->elements_on(tile) * b.element_bytes;
+    } else {
+      const node_plan& np = inference->plan_of(b.node);
+      const transient_bytes tr = transient_on(np.step, np.work.units.elements_on(tile));
+      m.temporaries = tr.temporaries, m.exchange = tr.exchange;
+    }
+    return m;
   }
   /// Bytes of `tile` on IPU 0 while step `step` runs, by category.
   constexpr training_bytes usage(int tile, int step) const noexcept {
     training_bytes m = tensors_on(tile);
     m.code = code_on(tile);
-    for_each_buffer_on(tile, [&](int first, int last, training_category c, std::int64_t bytes) {
-      if (first <= step && step <= last) {
-        switch (c) {
-          case training_category::activations: m.activations += bytes; break;
-          case training_category::recomputed: m.recomputed += bytes; break;
-          case training_category::gradients: m.gradients += bytes; break;
-          case training_category::temporaries: m.temporaries += bytes; break;
-          default: m.exchange += bytes; break;
-        }
-      }
+    for_each_buffer([&](const training_buffer& b) {
+      if (b.first <= step && step <= b.last) m += bytes_on(b, tile);
     });
     return m;
   }
@@ -359,18 +387,6 @@ constexpr std::size_t training_steps(const std::array<node, N>& table, recompute
   return s;
 }
 
-/// One dynamic buffer of a training step: what it holds and whose it is. A tensor's bytes on a
-/// tile follow its mapping; a step's scratch follows the step's work (temporaries, then the
-/// exchange buffers).
-struct training_buffer {
-  training_category category = training_category::activations;  ///< activations, gradients or temporaries (a step's scratch)
-  int node = 0;                          ///< whose
-  int tensor = -1;                       ///< a weight gradient's tensor; -1 otherwise
-  const tensor_mapping* mapping = nullptr;  ///< a tensor's mapping; null for a step's scratch
-  std::int64_t element_bytes = 0;        ///< a tensor's bytes per element
-  std::int64_t temporaries_room = 0;     ///< a step's scratch: the aligned temporaries of its fullest tile
-};
-
 /// The tiles `[first, end)` a mapping's units are on.
 constexpr std::pair<int, int> tiles_of(const linear_mapping& u) noexcept {
   return {u.first_tile, u.first_tile + static_cast<int>(u.parts)};
@@ -390,79 +406,44 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
   std::array<std::int64_t, T + 1> code_steps{};
   std::array<weight_term, 12 * N + 1> distinct{};
   int distinct_count = 0;
-  const auto add_tensors = [&](const tensor_mapping& m, std::int64_t bytes, int count) {
-    if (count > 0 && bytes > 0) add_weight_term(distinct, distinct_count, m, bytes, count);
-  };
   const auto code_on_tiles = [&](std::int64_t bytes, int tiles) {
     code_steps[0] += bytes;
     code_steps[static_cast<std::size_t>(std::min(Tiles, tiles))] -= bytes;
   };
-  const int state = p.train.optimizer.state_tensors();
   for (int j = 0; j < static_cast<int>(N); ++j) {
-    const training_node& t = p.node_of(j);
-    const node_plan& np = inf.plan_of(j);
-    const std::int64_t eb = p.element_bytes(j), ub = p.update_bytes(j);
-    code_on_tiles((1 + p.backward_code_copies(j)) * inf.step_code_on(j, 0), np.work.tiles());
-    if (t.update >= 0) code_on_tiles(p.update_code(), p.update_tiles(j));
-    for (int w = 0; w < t.tensor_count; ++w) {
-      const training_tensor& tt = t.tensors[static_cast<std::size_t>(w)];
-      const std::int64_t e = tt.mapping.elements();
-      add_tensors(tt.mapping, eb, 1);
-      im.totals.weights += e * eb;
-      if (!tt.trainable) continue;
-      if (ub > eb) add_tensors(tt.mapping, ub, 1);
-      add_tensors(tt.mapping, ub, state);
-      im.totals.master_weights += ub > eb ? e * ub : 0;
-      im.totals.optimizer_state += state * e * ub;
-    }
+    code_on_tiles((1 + p.backward_code_copies(j)) * inf.step_code_on(j, 0), inf.plan_of(j).work.tiles());
+    if (p.node_of(j).update >= 0) code_on_tiles(p.update_code(), p.update_tiles(j));
   }
+  p.for_each_always_live_tensor([&](const tensor_mapping& m, std::int64_t bytes, int count, training_category c) {
+    if (count > 0 && bytes > 0) add_weight_term(distinct, distinct_count, m, bytes, count);
+    im.totals[c] += count * m.elements() * bytes;
+  });
   const always_live_region<T> region = lay_out_always_live_region<T>(distinct, distinct_count, code_steps, p.shared_code());
   im.totals.code = region.code_total;
   im.max_always_live = region.max_always;
 
-  // The dynamic buffers, in order of their first step (as `pack` wants them).
+  // The dynamic buffers, in order of their first step (as `pack` wants them). Each is as large
+  // as on its fullest tile; a step's scratch holds its temporaries, then its exchange buffers.
   constexpr std::size_t M = 10 * N;  // an output, it recomputed, its gradient, four tensors' gradients, three steps' scratch
   std::array<training_buffer, M> made{};
   std::array<buffer_request, M> made_requests{};
   int count = 0;
-  const auto request = [&](int first, int last, std::int64_t bytes, training_buffer b) {
+  std::array<std::int64_t, training_category_count * (S + 1)> ipu_wide{};  // bytes by category, difference arrays over steps
+  p.for_each_buffer([&](const training_buffer& b) {
+    std::int64_t bytes = 0;
+    if (b.mapping) {
+      bytes = aligned(b.mapping->max_elements_per_tile() * b.element_bytes);
+      const std::size_t c = static_cast<std::size_t>(b.category) * (S + 1);
+      ipu_wide[c + static_cast<std::size_t>(b.first)] += b.mapping->elements() * b.element_bytes;
+      ipu_wide[c + static_cast<std::size_t>(b.last) + 1] -= b.mapping->elements() * b.element_bytes;
+    } else {
+      const transient_bytes& most = inf.plan_of(b.node).transient_max;
+      bytes = aligned(most.temporaries) + aligned(most.exchange);
+    }
     if (bytes <= 0) return;
     made[static_cast<std::size_t>(count)] = b;
-    made_requests[static_cast<std::size_t>(count++)] = {first, last, bytes};
-  };
-  std::array<std::int64_t, S + 1> active_sum{}, recomputed_sum{}, grad_sum{};  // IPU-wide bytes, difference arrays over steps
-  const auto over_steps = [](std::array<std::int64_t, S + 1>& a, int first, int last, std::int64_t bytes) {
-    a[static_cast<std::size_t>(first)] += bytes;
-    a[static_cast<std::size_t>(last + 1)] -= bytes;
-  };
-  for (int j = 0; j < static_cast<int>(N); ++j) {
-    const training_node& t = p.node_of(j);
-    const node_plan& np = inf.plan_of(j);
-    const std::int64_t eb = p.element_bytes(j);
-    request(t.forward, t.output_last, aligned(np.output.max_elements_per_tile() * eb),
-            {training_category::activations, j, -1, &np.output, eb, 0});
-    over_steps(active_sum, t.forward, t.output_last, np.output.elements() * eb);
-    if (t.recompute >= 0) {
-      request(t.recompute, t.backward, aligned(np.output.max_elements_per_tile() * eb),
-              {training_category::recomputed, j, -1, &np.output, eb, 0});
-      over_steps(recomputed_sum, t.recompute, t.backward, np.output.elements() * eb);
-    }
-    if (t.grad_first >= 0) {
-      request(t.grad_first, t.backward, aligned(np.output.max_elements_per_tile() * eb),
-              {training_category::gradients, j, -1, &np.output, eb, 0});
-      over_steps(grad_sum, t.grad_first, t.backward, np.output.elements() * eb);
-    }
-    for (int w = 0; w < t.tensor_count; ++w) {
-      const training_tensor& tt = t.tensors[static_cast<std::size_t>(w)];
-      if (!tt.trainable) continue;
-      request(t.backward, t.update, aligned(tt.mapping.max_elements_per_tile() * eb),
-              {training_category::gradients, j, w, &tt.mapping, eb, 0});
-      over_steps(grad_sum, t.backward, t.update, tt.mapping.elements() * eb);
-    }
-    const std::int64_t temporaries = aligned(np.transient_max.temporaries), exchange = aligned(np.transient_max.exchange);
-    for (int s : {t.forward, t.backward, t.recompute})
-      if (s >= 0) request(s, s, temporaries + exchange, {training_category::temporaries, j, -1, nullptr, 0, temporaries});
-  }
+    made_requests[static_cast<std::size_t>(count++)] = {b.first, b.last, bytes};
+  });
   std::array<std::int64_t, M> order_keys{};
   for (int k = 0; k < count; ++k)
     order_keys[static_cast<std::size_t>(k)] = std::int64_t{made_requests[static_cast<std::size_t>(k)].first} << 32 | k;
@@ -487,20 +468,19 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     } else if (b.category == training_category::gradients) {
       (b.tensor < 0 ? t.grad_offset : t.weight_grad_offset[static_cast<std::size_t>(b.tensor)]) = at;
     } else {
-      const int s = requests[static_cast<std::size_t>(k)].first;
-      step_buffers& sb = s == t.forward ? t.forward_buffers : s == t.backward ? t.backward_buffers : t.recompute_buffers;
+      step_buffers& sb = b.first == t.forward ? t.forward_buffers : b.first == t.backward ? t.backward_buffers : t.recompute_buffers;
       if (np.transient_max.temporaries > 0) sb.temporaries = at;
-      if (np.transient_max.exchange > 0) sb.exchange = at + b.temporaries_room;
+      if (np.transient_max.exchange > 0) sb.exchange = at + aligned(np.transient_max.temporaries);
     }
   }
 
   // IPU-wide totals of the categories that come and go: the largest sum over the steps.
-  std::int64_t live = 0, again = 0, grads = 0;
-  for (std::size_t s = 0; s < S; ++s) {
-    live += active_sum[s], again += recomputed_sum[s], grads += grad_sum[s];
-    im.totals.activations = std::max(im.totals.activations, live);
-    im.totals.recomputed = std::max(im.totals.recomputed, again);
-    im.totals.gradients = std::max(im.totals.gradients, grads);
+  for (training_category c : {training_category::activations, training_category::recomputed, training_category::gradients}) {
+    std::int64_t live = 0;
+    for (std::size_t s = 0; s < S; ++s) {
+      live += ipu_wide[static_cast<std::size_t>(c) * (S + 1) + s];
+      im.totals[c] = std::max(im.totals[c], live);
+    }
   }
   for (int j = 0; j < static_cast<int>(N); ++j) {
     const node_plan& np = inf.plan_of(j);
@@ -524,12 +504,13 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
           return;
         }
         const node_plan& np = inf.plan_of(b.node);
+        const std::int64_t temporaries_room = aligned(np.transient_max.temporaries);
         std::int64_t cached_units = -1;
         transient_bytes tr{};
         for_each_part(np.work.units, [&](int tile, std::int64_t units) {
           if (units != cached_units) cached_units = units, tr = transient_on(np.step, units);
           consider(tile, at, tr.temporaries);
-          consider(tile, at + b.temporaries_room, tr.exchange);
+          consider(tile, at + temporaries_room, tr.exchange);
         });
       },
       im.peak, im.peak_tile);
@@ -542,15 +523,10 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     std::array<std::int64_t, S + 1> in_use{};
     for (int k = 0; k < count; ++k) {
       const training_buffer& o = buffers[static_cast<std::size_t>(k)];
-      const buffer_request& r = requests[static_cast<std::size_t>(k)];
-      std::int64_t& bytes = bytes_on_tile[static_cast<std::size_t>(k)];
-      if (o.mapping) {
-        bytes = o.mapping->elements_on(tile) * o.element_bytes;
-      } else {
-        const node_plan& np = inf.plan_of(o.node);
-        bytes = transient_on(np.step, np.work.units.elements_on(tile)).total();
-      }
-      over_steps(in_use, r.first, r.last, bytes);
+      const std::int64_t bytes = p.bytes_on(o, tile).not_always_live();
+      bytes_on_tile[static_cast<std::size_t>(k)] = bytes;
+      in_use[static_cast<std::size_t>(o.first)] += bytes;
+      in_use[static_cast<std::size_t>(o.last) + 1] -= bytes;
     }
     const buffer_request& r = requests[static_cast<std::size_t>(top)];
     std::int64_t running_use = 0, most = -1;

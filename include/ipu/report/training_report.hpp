@@ -188,9 +188,10 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
   std::vector<std::int64_t> delta(S + 1);
   for (int t = 0; t < tiles; ++t) {
     std::fill(delta.begin(), delta.end(), std::int64_t{0});
-    p.for_each_buffer_on(t, [&](int first, int last, training_category, std::int64_t bytes) {
-      delta[static_cast<std::size_t>(first)] += bytes;
-      delta[static_cast<std::size_t>(last) + 1] -= bytes;
+    p.for_each_buffer([&](const training_buffer& b) {
+      const std::int64_t bytes = p.bytes_on(b, t).not_always_live();
+      delta[static_cast<std::size_t>(b.first)] += bytes;
+      delta[static_cast<std::size_t>(b.last) + 1] -= bytes;
     });
     const std::int64_t always = p.tensors_on(t).always_live() + p.code_on(t);
     std::int64_t live = 0;

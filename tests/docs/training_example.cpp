@@ -32,6 +32,18 @@ static_assert(ipu::require_fit<training_t, ipu::mk2>);  // weights, optimiser st
 constexpr const ipu::training_memory& m = ipu::plan_v<training_t, ipu::mk2>.ipus[0];
 static_assert(m.totals.optimizer_state == 4 * ipu::param_count_v<net_t>);  // momentum, in f32
 // [fit]
+
+// [precision]
+using half_net_t = decltype(ipu::input<ipu::f16, 8, 8, 8, 3>
+                            | nn::conv<16, 3> | nn::batch_norm | nn::relu
+                            | nn::global_avg_pool | nn::dense<10> | nn::softmax);
+
+constexpr ipu::train_options sixteen_sixteen{
+    .optimizer = ipu::sgd{.learning_rate = 0.1, .momentum = 0.9},
+    .master_weights = ipu::dtype::f16,              // "16.16": f16 weights and momentum
+    .rounding = ipu::rounding::stochastic,          // the default
+    .loss_scaling = ipu::dynamic_loss_scaling()};   // 2^15, halved on overflow
+// [precision]
 }  // namespace
 
 TEST_CASE("docs/training.md: train, read the gradients, run the trained weights") {
@@ -54,6 +66,21 @@ TEST_CASE("docs/training.md: train, read the gradients, run the trained weights"
   ipu::output_tensor_t<net_t> y;
   engine.infer(images, y);
   CHECK(y(0, 0) > 0);
+}
+
+TEST_CASE("docs/training.md: 16.16 with stochastic rounding and dynamic loss scaling") {
+  std::vector<ipu::f16> half_images(8 * 8 * 8 * 3, ipu::f16(0.5f));
+  std::vector<std::int32_t> labels{0, 1, 2, 3, 4, 5, 6, 7};
+  // [sixteen]
+  ipu::trainer<half_net_t, ipu::mk2, sixteen_sixteen> half_trainer{
+      ipu::weights<half_net_t>::random(1), {.seed = 7}};
+  half_trainer.step(half_images, labels);
+  float scale = half_trainer.loss_scale();              // the next step's
+  std::int64_t skipped = half_trainer.skipped_steps();  // steps not applied for an overflow
+  // [sixteen]
+  CHECK(half_trainer.steps() + skipped == 1);
+  CHECK(scale == 32768.0f / static_cast<float>(1 << skipped));
+  for (float w : half_trainer.weights()["conv1"]["kernel"]) CHECK(static_cast<float>(ipu::half(w)) == w);
 }
 
 }  // namespace training_doc

@@ -57,4 +57,12 @@ TEST_CASE("the training memory report prints the peak, the phases, the categorie
                                "5 recompute", "stashed activations", "recomputed activations", "optimiser state",
                                "fullest tile by phase:", "fullest tiles:", "fits\n"})
     CHECK(text.find(expected) != std::string::npos);
+
+  constexpr ipu::train_options sixteen{.master_weights = ipu::dtype::f16, .loss_scaling = ipu::dynamic_loss_scaling()};
+  CHECK(ipu::memory_report<ipu::training<decltype(net), sixteen>, tiny>().str().find(
+            "SGD (0 state tensors), master weights f16 (stochastic rounding), dynamic loss scale from 32768, recompute none") !=
+        std::string::npos);
+  constexpr ipu::train_options scaled{.loss_scaling = 128};
+  CHECK(ipu::memory_report<ipu::training<decltype(net), scaled>, tiny>().str().find("master weights f32, loss scale 128, recompute none") !=
+        std::string::npos);
 }

@@ -82,7 +82,7 @@ inline void print_training_categories(std::ostream& os, const training_bytes& m)
   }
 }
 
-/// The optimiser, the precision and the recomputation of `t`, in words.
+/// The optimiser, the precision, the loss scaling and the recomputation of `t`, in words.
 inline std::string describe(const train_options& t) {
   std::ostringstream os;
   const optimizer& o = t.optimizer;
@@ -90,9 +90,12 @@ inline std::string describe(const train_options& t) {
   os << optimizers[static_cast<int>(o.kind)];
   if (o.kind == optimizer_kind::sgd && o.momentum.value() != 0) os << " with momentum";
   os << " (" << o.state_tensors() << (o.state_tensors() == 1 ? " state tensor" : " state tensors") << "), master weights "
-     << (t.master_weights == dtype::f32 ? "f32" : "f16") << ", recompute ";
+     << (t.master_weights == dtype::f32 ? "f32" : "f16");
+  if (t.master_weights == dtype::f16) os << (t.rounding == rounding::stochastic ? " (stochastic rounding)" : " (rounded to nearest)");
+  if (t.loss_scaling.dynamic) os << ", dynamic loss scale from " << t.loss_scaling.factor.value();
+  else if (t.loss_scaling.factor.value() != 1) os << ", loss scale " << t.loss_scaling.factor.value();
   constexpr std::string_view recomputes[] = {"none", "per block", "at checkpoints"};
-  os << recomputes[static_cast<int>(t.recompute)];
+  os << ", recompute " << recomputes[static_cast<int>(t.recompute)];
   return os.str();
 }
 

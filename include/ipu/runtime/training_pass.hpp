@@ -6,7 +6,11 @@
 /// its training forward differently (`forward_training`: batch norm normalises with the batch's
 /// statistics). The backward pass runs the nodes in reverse order, each op's `backward` adding
 /// the gradients of its inputs and weights to f32 buffers: a node read by several others
-/// receives the sum of their gradients, in the order of its readers from last to first.
+/// receives the sum of their gradients, in the order of its readers from last to first. The
+/// gradients are stored in the element type, as the training plan counts them: for an f16
+/// graph, every gradient buffer a node's backward wrote to is rounded to f16 after it (the
+/// loss's gradient before the first), so values beyond f16's range become infinite and those
+/// below its smallest subnormal zero, which loss scaling is there to prevent.
 ///
 /// Each op's training kernels cut their work into items that do not depend on the number of
 /// threads, and each item sums in a fixed order, so a pass gives the same bits on any number of
@@ -21,6 +25,7 @@
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 #include <ipu/runtime/weights.hpp>
+#include <ipu/train/precision.hpp>
 
 #include <algorithm>
 #include <any>
@@ -29,6 +34,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -178,8 +184,15 @@ class training_pass {
   /// `forward`, which the caller clears.
   void backward(int from) {
     for (int j = 0; j < from; ++j) std::fill(grads_[static_cast<std::size_t>(j)].begin(), grads_[static_cast<std::size_t>(j)].end(), 0.0f);
-    for (int j = from; j >= 1; --j)
-      if (!grads_[static_cast<std::size_t>(j)].empty()) training_[static_cast<std::size_t>(j)].backward(training_context<T>{*this, j});
+    store(grads_[static_cast<std::size_t>(from)]);
+    for (int j = from; j >= 1; --j) {
+      if (grads_[static_cast<std::size_t>(j)].empty()) continue;
+      training_[static_cast<std::size_t>(j)].backward(training_context<T>{*this, j});
+      for (const int k : prog_.at(j).sources()) store(grads_[static_cast<std::size_t>(k)]);
+      if (const int l = layer_of_[static_cast<std::size_t>(j)]; l >= 0)
+        for (const weight_tensor& t : weight_grads_[static_cast<std::size_t>(l)].tensors())
+          store(weight_grads_[static_cast<std::size_t>(l)][t.name]);
+    }
   }
 
   /// The program the pass runs (fusion dropped).
@@ -187,6 +200,12 @@ class training_pass {
 
  private:
   friend class training_context<T>;
+
+  /// Rounds a gradient to `T`, as the step stores it (nothing to do for f32): after each
+  /// node's backward, its inputs' gradients (sums so far) and its weights' gradients.
+  static void store(std::span<float> g) noexcept {
+    if constexpr (std::is_same_v<T, f16>) round_to_half(g, rounding::nearest);
+  }
 
   static program unfused(program p) {
     for (int j = 0; j < p.size(); ++j) {

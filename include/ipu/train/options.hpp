@@ -1,18 +1,20 @@
 #pragma once
 /// \file
 /// What a training run is configured with, as values usable as a template argument
-/// (`ipu::trainer<G, Tgt, Opts>`): the loss, the optimiser and its hyper-parameters, and the
-/// learning-rate schedule.
+/// (`ipu::trainer<G, Tgt, Opts>`): the loss, the optimiser and its hyper-parameters, the
+/// precision of the weights, loss scaling, and the learning-rate schedule.
 ///
 /// ```
 /// constexpr ipu::train_options opts{
 ///     .optimizer = ipu::sgd{.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 1e-4},
 ///     .loss = ipu::loss::softmax_cross_entropy,
+///     .loss_scaling = 128,
 ///     .schedule = ipu::cosine_decay(10'000, 500)};
 /// ```
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/core/scalar.hpp>
+#include <ipu/train/precision.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -194,6 +196,38 @@ constexpr lr_schedule cosine_decay(std::int64_t steps, std::int64_t warmup_steps
   return {lr_schedule::kind::cosine, steps, final_fraction, warmup_steps};
 }
 
+/// Loss scaling (Micikevicius et al., "Mixed precision training", ICLR 2018): the loss's
+/// gradient is multiplied by `factor` before the backward pass, so that gradients stored in f16
+/// keep the small values that would round to zero, and the weights' gradients are divided by
+/// it again, in f32, before the update. A static factor is written as a number
+/// (`.loss_scaling = 128`); `ipu::dynamic_loss_scaling()` makes a dynamic one.
+///
+/// Dynamic: a step whose gradients hold an infinity or a NaN is not applied and halves the
+/// factor (never below 1); `growth_interval` applied steps in a row double it (Keras'
+/// `LossScaleOptimizer`, whose defaults `dynamic_loss_scaling()` takes: 2^15, 2000 steps).
+struct loss_scaling {
+  scalar factor = 1;                   ///< the scale, or the dynamic scale's start
+  bool dynamic = false;                ///< whether the factor follows overflows
+  std::int64_t growth_interval = 2000; ///< dynamic: steps without an overflow before it doubles
+
+  /// No scaling (a factor of 1).
+  constexpr loss_scaling() noexcept = default;
+  /// A static factor, a power of two for exact unscaling (Graphcore's guides use 128 to 1024
+  /// for ResNets in f16).
+  consteval loss_scaling(double f) noexcept : factor(f) {}  // NOLINT(google-explicit-constructor): written as a number
+  /// Equal when every field is.
+  constexpr bool operator==(const loss_scaling&) const = default;
+};
+
+/// Dynamic loss scaling from `initial`, doubling after `growth_interval` steps without an
+/// overflow (see `loss_scaling`).
+consteval loss_scaling dynamic_loss_scaling(double initial = 32768, std::int64_t growth_interval = 2000) noexcept {
+  loss_scaling s{initial};
+  s.dynamic = true;
+  s.growth_interval = growth_interval;
+  return s;
+}
+
 /// A training configuration: the template argument of `ipu::trainer`.
 struct train_options {
   ipu::optimizer optimizer = ipu::sgd{};             ///< the optimiser and its hyper-parameters
@@ -204,6 +238,12 @@ struct train_options {
   /// (Graphcore's "16.32"); `dtype::f16` updates the f16 weights themselves ("16.16"). An f32
   /// graph's weights are its master weights either way.
   dtype master_weights = dtype::f32;
+  /// How "16.16" rounds the updated f16 weights and optimiser state: stochastically (the IPU's
+  /// stochastic rounding, which Graphcore enables for "16.16", so that updates smaller than half
+  /// an f16 step still move the weights on average) or to the nearest. Unused otherwise.
+  ipu::rounding rounding = ipu::rounding::stochastic;
+  /// The loss scale (1: none).
+  ipu::loss_scaling loss_scaling{};
   /// The learning rate over the steps. Last: clang 16 emits a wrong template parameter object
   /// for a `train_options` whose defaulted `lr_schedule` is followed by another member (the
   /// schedule's warm-up read as 2^32).

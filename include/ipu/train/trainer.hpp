@@ -10,8 +10,13 @@
 /// float loss = trainer.step(images, labels);  // forward, backward, update
 /// ```
 ///
-/// The forward pass computes in the graph's element type from the master weights rounded to
-/// it (Graphcore's "16.32" for an f16 graph); the gradients are f32. Batch norm normalises with
+/// The forward pass computes in the graph's element type from the weights rounded to it; the
+/// backward pass stores the gradients in it too (`runtime::training_pass`), scaled by the loss
+/// scale (`train_options::loss_scaling`), and the update reads them unscaled, in f32. For an f16
+/// graph the weights are f32 masters (Graphcore's "16.32", `master_weights = ipu::dtype::f32`)
+/// or f16 values themselves ("16.16", `ipu::dtype::f16`), which each update, computed in f32,
+/// rounds back to f16 with the optimiser's state, stochastically by default
+/// (`train_options::rounding`, seeded by `trainer_config::seed`). Batch norm normalises with
 /// the batch's statistics and updates its running `mean` and `variance`, which an
 /// `ipu::engine` made from `weights()` then uses.
 
@@ -28,6 +33,7 @@
 #include <ipu/runtime/weights.hpp>
 #include <ipu/train/optimizer.hpp>
 #include <ipu/train/options.hpp>
+#include <ipu/train/precision.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -45,7 +51,8 @@ namespace ipu {
 
 /// How a trainer runs.
 struct trainer_config {
-  unsigned threads = 0;  ///< host threads; 0: one per hardware thread
+  unsigned threads = 0;    ///< host threads; 0: one per hardware thread
+  std::uint64_t seed = 0;  ///< the seed of stochastic rounding ("16.16")
 };
 
 /// Trains graph `G`, planned for target `Tgt` with options `PlanOpts`, as `Opts` configures
@@ -58,12 +65,23 @@ class trainer {
   using stream_type = stream_type_t<G>;       ///< what the input stream carries
   static constexpr train_options opts = Opts;  ///< the training configuration
   static constexpr std::int64_t batch = batch_size_v<G>;  ///< samples per step
+  /// Whether the weights and the optimiser's state are f16 values ("16.16"), rounded so after
+  /// each update; otherwise they are f32.
+  static constexpr bool f16_weights = std::is_same_v<element_type, f16> && Opts.master_weights == dtype::f16;
+  static_assert(Opts.loss_scaling.factor.value() >= 1, "ipu::trainer: the loss scale (train_options::loss_scaling) must be at least 1");
+  static_assert(!Opts.loss_scaling.dynamic || Opts.loss_scaling.growth_interval >= 1,
+                "ipu::trainer: dynamic loss scaling needs a growth_interval of at least 1 step");
 
   /// Starts from `initial` (checked as an engine checks weights: finite values, batch-norm
   /// variances). Throws `execution_error` if an op of `G` has no backward pass.
+  /// In "16.16" the trainable tensors start as `initial` rounded to the nearest f16.
   explicit trainer(const ipu::weights<G>& initial, trainer_config config = {})
-      : weights_(initial), team_(std::make_unique<runtime::team>(config.threads)) {
+      : weights_(initial), team_(std::make_unique<runtime::team>(config.threads)), seed_(config.seed) {
     weights_.validate();
+    if constexpr (f16_weights)
+      for (layer_weights& layer : weights_)
+        for (const weight_tensor& t : layer.tensors())
+          if (t.trainable) round_to_half(layer[t.name], rounding::nearest);
     clear_gradients();
     runtime::kernel_set<element_type, f32> kernels;
     runtime::training_kernel_set<element_type> training;
@@ -137,10 +155,10 @@ class trainer {
       total += std::log(sum) - (kernels::widen(row[label]) - largest);
       for (std::int64_t k = 0; k < classes; ++k) {
         const double p = e[static_cast<std::size_t>(k)] / sum;
-        dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch));
+        dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch) * scale_);
       }
     }
-    pass_->backward(logits_node);
+    run_backward(logits_node);
     return static_cast<float>(total / static_cast<double>(batch));
   }
   /// The forward and backward passes of mean squared error (see the other overload).
@@ -160,25 +178,45 @@ class trainer {
     for (std::int64_t e = 0; e < count; ++e) {
       const double d = static_cast<double>(kernels::widen(y[e])) - targets[static_cast<std::size_t>(e)];
       total += d * d;
-      dy[e] = static_cast<float>(2 * d / static_cast<double>(count));
+      dy[e] = static_cast<float>(2 * d / static_cast<double>(count) * scale_);
     }
-    pass_->backward(last);
+    run_backward(last);
     return static_cast<float>(total / static_cast<double>(count));
   }
 
-  /// Applies the optimiser to the weights with the last `backward`'s gradients, at the schedule's rate,
-  /// and counts a step.
+  /// Applies the optimiser to the weights with the last `backward`'s gradients, at the
+  /// schedule's rate, and counts a step; in "16.16" rounds the weights and the state to f16.
+  /// With dynamic loss scaling, gradients holding an infinity or a NaN are not applied: the
+  /// step is skipped (`skipped_steps()`) and the scale halved.
   void update() {
+    if constexpr (Opts.loss_scaling.dynamic) {
+      if (overflow_) {
+        scale_ = std::max(1.0f, scale_ / 2);
+        clean_steps_ = 0;
+        ++skipped_;
+        return;
+      }
+      if (++clean_steps_ == Opts.loss_scaling.growth_interval) scale_ *= 2, clean_steps_ = 0;
+    }
     const optimizer_step o = optimizer_step::of(opts.optimizer, learning_rate(), steps_ + 1);
     std::size_t k = 0;  // the optimiser state, per tensor in order
     const int slots = opts.optimizer.state_tensors();
+    std::uint64_t tensor = 0;  // the stream of stochastic rounding: the step, the tensor, the slot
     for (std::size_t l = 0; l < weights_.size(); ++l)
       for (const weight_tensor& t : weights_[l].tensors()) {
         std::span<float> s0, s1;
         if (slots > 0) s0 = state_[k];
         if (slots > 1) s1 = state_[k + 1];
         k += static_cast<std::size_t>(slots);
-        if (t.trainable) apply_update(o, weights_[l][t.name], grads_[l][t.name], s0, s1);
+        ++tensor;
+        if (!t.trainable) continue;
+        apply_update(o, weights_[l][t.name], grads_[l][t.name], s0, s1);
+        if constexpr (f16_weights) {
+          const std::uint64_t stream = detail::mix64(detail::mix64(seed_ ^ detail::mix64(static_cast<std::uint64_t>(steps_))) ^ tensor * 4);
+          round_to_half(weights_[l][t.name], Opts.rounding, stream);
+          round_to_half(s0, Opts.rounding, stream + 1);
+          round_to_half(s1, Opts.rounding, stream + 2);
+        }
       }
     ++steps_;
   }
@@ -186,10 +224,17 @@ class trainer {
   /// The weights (masters in f32, batch norms' running statistics included).
   const ipu::weights<G>& weights() const noexcept { return weights_; }
   /// The gradients of the last `step` or `backward`, in the weights' layout (zero for tensors
-  /// that are not trainable).
+  /// that are not trainable): as the backward pass stored them (in f16 for an f16 graph),
+  /// divided by the loss scale.
   const ipu::weights<G>& gradients() const noexcept { return grads_; }
   /// Steps taken: updates applied.
   std::int64_t steps() const noexcept { return steps_; }
+  /// The loss scale of the next step (`train_options::loss_scaling`; 1 without).
+  float loss_scale() const noexcept { return scale_; }
+  /// Steps that dynamic loss scaling skipped for an overflow.
+  std::int64_t skipped_steps() const noexcept { return skipped_; }
+  /// Whether the last `backward`'s gradients hold an infinity or a NaN.
+  bool overflowed() const noexcept { return overflow_; }
   /// The learning rate of the next update: the optimiser's, after the schedule.
   double learning_rate() const noexcept { return opts.schedule.rate(opts.optimizer.learning_rate.value(), steps_); }
   /// The host threads the trainer runs on.
@@ -217,6 +262,19 @@ class trainer {
                                   " elements, the graph's input has " + std::to_string(expected));
   }
 
+  /// The backward pass from node `from`, whose output's gradient (scaled) is set; then the
+  /// weights' gradients unscaled, and whether any is not finite.
+  void run_backward(int from) {
+    pass_->backward(from);
+    overflow_ = false;
+    for (layer_weights& layer : grads_)
+      for (const weight_tensor& t : layer.tensors())
+        for (float& g : layer[t.name]) {
+          overflow_ = overflow_ || !std::isfinite(g);
+          g /= scale_;
+        }
+  }
+
   /// Clears the gradients and runs the forward pass.
   void forward(std::span<const stream_type> input) {
     clear_gradients();
@@ -230,6 +288,11 @@ class trainer {
   std::unique_ptr<runtime::team> team_;
   std::unique_ptr<runtime::training_pass<element_type>> pass_;
   std::int64_t steps_ = 0;
+  std::uint64_t seed_ = 0;
+  float scale_ = static_cast<float>(Opts.loss_scaling.factor.value());  // the loss scale of the next step
+  std::int64_t clean_steps_ = 0;  // dynamic loss scaling: updates since the last overflow or growth
+  std::int64_t skipped_ = 0;
+  bool overflow_ = false;
 };
 
 }  // namespace ipu

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <iostream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 // A namespace of its own: the guides' examples that run engines are one translation unit
@@ -66,6 +69,23 @@ TEST_CASE("docs/training.md: train, read the gradients, run the trained weights"
   ipu::output_tensor_t<net_t> y;
   engine.infer(images, y);
   CHECK(y(0, 0) > 0);
+}
+
+TEST_CASE("docs/training.md: the summary of a training configuration") {
+  std::ostringstream out;
+  {
+    std::streambuf* const console = std::cout.rdbuf(out.rdbuf());
+    // [summary]
+    std::cout << ipu::summary<training_t>();
+    // [summary]
+    std::cout.rdbuf(console);
+  }
+  // The lines the guide shows.
+  CHECK(out.str().find("training: SGD with momentum (1 state tensor), master weights f32, recompute none\n"
+                       "  loss softmax_cross_entropy, learning rate 0.1, cosine decay over 1,000 steps to 0 times it, after 50 "
+                       "steps of linear warm-up\n"
+                       "  trained values: 5,306 of 5,402; f32 master copies: 0; optimiser state: 5,306 values\n"
+                       "  MACs of a step: 2,581,760 forward, 5,163,520 backward\n") != std::string::npos);
 }
 
 TEST_CASE("docs/training.md: 16.16 with stochastic rounding and dynamic loss scaling") {

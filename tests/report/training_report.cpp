@@ -66,3 +66,27 @@ TEST_CASE("the training memory report prints the peak, the phases, the categorie
   CHECK(ipu::memory_report<ipu::training<decltype(net), scaled>, tiny>().str().find("master weights f32, loss scale 128, recompute none") !=
         std::string::npos);
 }
+
+TEST_CASE("the summary of a training configuration adds the optimiser, the values it trains and keeps, and a step's MACs") {
+  // By hand: convolutions 3x3 8->16, 1x1 16->16 and 3x3 16->16 on 2 x 16 x 16 outputs
+  // (589,824 + 131,072 + 1,179,648 MACs; 1,152 + 256 + 2,304 parameters), three batch norms of
+  // 16 channels (32 parameters and 32 running statistics each), a dense layer 16 -> 10 on a
+  // batch of 2 (320 MACs, 170 parameters).
+  const std::string text = ipu::summary<training_t>().str();
+  for (const char* expected : {"total params: 3,978\n", "training: Adam (2 state tensors), master weights f32, recompute per block\n",
+                               "  loss softmax_cross_entropy, learning rate 0.001, constant\n",
+                               "  trained values: 3,978 of 4,074; f32 master copies: 3,978; optimiser state: 7,956 values\n",
+                               // per block, the residual branch is computed again: its two convolutions
+                               "  MACs of a step: 1,900,864 forward, 1,310,720 recomputed, 3,801,728 backward\n"})
+    CHECK(text.find(expected) != std::string::npos);
+  CHECK(ipu::summary<training_t>().training() == opts);
+  CHECK(ipu::summary<decltype(net)>().str().find("training:") == std::string::npos);
+
+  constexpr ipu::train_options scheduled{.optimizer = ipu::sgd{.learning_rate = 0.5},
+                                         .master_weights = ipu::dtype::f16,
+                                         .schedule = ipu::cosine_decay(1000, 50)};
+  const std::string sixteen = ipu::summary<ipu::training<decltype(net), scheduled>>().str();
+  CHECK(sixteen.find("learning rate 0.5, cosine decay over 1,000 steps to 0 times it, after 50 steps of linear warm-up\n") !=
+        std::string::npos);
+  CHECK(sixteen.find("f32 master copies: 0; optimiser state: 0 values\n") != std::string::npos);
+}

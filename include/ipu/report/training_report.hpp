@@ -82,23 +82,6 @@ inline void print_training_categories(std::ostream& os, const training_bytes& m)
   }
 }
 
-/// The optimiser, the precision, the loss scaling and the recomputation of `t`, in words.
-inline std::string describe(const train_options& t) {
-  std::ostringstream os;
-  const optimizer& o = t.optimizer;
-  constexpr std::string_view optimizers[] = {"SGD", "Adam", "AdamW", "LAMB"};
-  os << optimizers[static_cast<int>(o.kind)];
-  if (o.kind == optimizer_kind::sgd && o.momentum.value() != 0) os << " with momentum";
-  os << " (" << o.state_tensors() << (o.state_tensors() == 1 ? " state tensor" : " state tensors") << "), master weights "
-     << (t.master_weights == dtype::f32 ? "f32" : "f16");
-  if (t.master_weights == dtype::f16) os << (t.rounding == rounding::stochastic ? " (stochastic rounding)" : " (rounded to nearest)");
-  if (t.loss_scaling.dynamic) os << ", dynamic loss scale from " << t.loss_scaling.factor.value();
-  else if (t.loss_scaling.factor.value() != 1) os << ", loss scale " << t.loss_scaling.factor.value();
-  constexpr std::string_view recomputes[] = {"none", "per block", "at checkpoints"};
-  os << ", recompute " << recomputes[static_cast<int>(t.recompute)];
-  return os.str();
-}
-
 }  // namespace detail
 
 inline std::string training_memory_report_t::str() const {
@@ -237,6 +220,21 @@ template <class Training, Target T, options Opts = options{}>
   requires detail::is_training_spec<Training>::value
 training_memory_report_t memory_report() {
   return detail::report_training<T>(plan_v<Training, T, Opts>);
+}
+
+/// The summary of graph `G` trained with `Opts` (`ipu::summary<ipu::training<G, Opts>>()`): the
+/// graph's table, then the optimiser, the precision, the loss scaling, the recomputation, the
+/// loss and the schedule, the values training updates and keeps, and the MACs of a step
+/// (forward, recomputed: those of the nodes whose outputs are not kept, and backward).
+template <class Spec>
+  requires detail::is_training_spec<Spec>::value
+model_summary summary() {
+  constexpr const auto& table = node_table_v<typename Spec::graph_type>;
+  constexpr auto kept = detail::kept_outputs(table, Spec::options.recompute);
+  std::int64_t recomputed = 0;
+  for (std::size_t j = 0; j < table.size(); ++j)
+    if (!kept[j]) recomputed += table[j].macs;
+  return model_summary(table, Spec::options, recomputed);
 }
 
 }  // namespace ipu

@@ -9,6 +9,7 @@
 #include "support/targets.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -253,4 +254,51 @@ TEST_CASE("recomputation at checkpoints keeps the marked outputs, the input and 
   CHECK(q.node_of(node(q, "relu1")).recompute == -1);
   CHECK(q.node_of(node(q, "block1.conv1")).recompute == -1);
   CHECK(q.node_of(node(q, "block1.relu1")).recompute >= 0);
+}
+
+TEST_CASE("the cycle model of a training step: forward and recompute as inference, backward twice a convolution's, updates per value read") {
+  constexpr auto& p = ipu::plan_v<ipu::training<net_t<ipu::f16>, per_block>, tiny>;
+  const ipu::chip_spec& chip = tiny::chip;
+  std::int64_t total = 0;
+  std::array<std::int64_t, 4> by_phase{};
+  int updates = 0, recomputes = 0;
+  for (int s = 0; s < static_cast<int>(p.step_count); ++s) {
+    const ipu::plan_step& st = p.steps[static_cast<std::size_t>(s)];
+    const ipu::step_cycles c = p.cycles(s), fwd = p.inference->plan_of(st.node).cycles;
+    INFO("step " << s << ": " << ipu::name_of(st.phase) << ' ' << p.at(st.node).path.view());
+    switch (st.phase) {
+      case ipu::step_phase::forward: CHECK(c == fwd); break;
+      case ipu::step_phase::recompute: CHECK(c == fwd); ++recomputes; break;
+      case ipu::step_phase::backward: {
+        const std::int64_t k = p.at(st.node).kind == ipu::op_of<ipu::ops::conv> || p.at(st.node).kind == ipu::op_of<ipu::ops::dense> ? 2 : 1;
+        CHECK(c.compute == k * fwd.compute);
+        CHECK(c.exchange == k * fwd.exchange);
+        CHECK(c.sync == k * fwd.sync);
+        CHECK(c.link + c.host == 0);
+        break;
+      }
+      case ipu::step_phase::update: {
+        // Adam: weights, gradient and two moments read per value, in f32 (16.32): 2 per vector.
+        std::int64_t expected = 0;
+        const ipu::training_node& t = p.node_of(st.node);
+        for (int w = 0; w < t.tensor_count; ++w)
+          if (t.tensors[static_cast<std::size_t>(w)].trainable)
+            expected += (t.tensors[static_cast<std::size_t>(w)].mapping.max_elements_per_tile() * 4 + 1) / 2;
+        CHECK(c.compute == expected);
+        CHECK(c.exchange == 0);
+        CHECK(c.sync == p.inference->opts.cycles.sync_cycles);
+        ++updates;
+        break;
+      }
+    }
+    total += c.total();
+    by_phase[static_cast<std::size_t>(st.phase)] += c.total();
+  }
+  CHECK(chip.grain(4) == 2);  // the vector of the updates above: 64 bits, 2 f32 values
+  CHECK(updates > 0);
+  CHECK(recomputes > 0);
+  CHECK(p.total_cycles() == total);
+  for (std::size_t ph = 0; ph < 4; ++ph) CHECK(p.phase_cycles()[ph].total() == by_phase[ph]);
+  // A convolution's backward doubles its work: the backward phase costs more than the forward.
+  CHECK(by_phase[static_cast<std::size_t>(ipu::step_phase::backward)] > by_phase[static_cast<std::size_t>(ipu::step_phase::forward)]);
 }

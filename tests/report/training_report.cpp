@@ -55,8 +55,14 @@ TEST_CASE("the training memory report prints the peak, the phases, the categorie
   const std::string text = ipu::memory_report<training_t, tiny>().str();
   for (const char* expected : {"training memory report: mk2-small", "Adam (2 state tensors), master weights f32, recompute per block",
                                "5 recompute", "stashed activations", "recomputed activations", "optimiser state",
-                               "fullest tile by phase:", "fullest tiles:", "fits\n"})
+                               "fullest tile by phase:", "fullest tiles:", "fits\n", "cycles of a step (cycle model): ",
+                               " GHz: ", " samples/s\n"})
     CHECK(text.find(expected) != std::string::npos);
+  const ipu::training_memory_report_t r = ipu::memory_report<training_t, tiny>();
+  constexpr auto& p = ipu::plan_v<training_t, tiny>;
+  CHECK(r.total_cycles == p.total_cycles());
+  CHECK(r.phase_cycles == p.phase_cycles());
+  CHECK(r.total_cycles > 0);
 
   constexpr ipu::train_options sixteen{.master_weights = ipu::dtype::f16, .loss_scaling = ipu::dynamic_loss_scaling()};
   CHECK(ipu::memory_report<ipu::training<decltype(net), sixteen>, tiny>().str().find(

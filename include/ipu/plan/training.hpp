@@ -204,7 +204,8 @@ struct training_memory {
 
 /// The plan of a training step of a graph of `N` nodes in `S` steps on a target of `Ipus` IPUs.
 /// Obtain it as `ipu::plan_v<ipu::training<G, Opts>, Target, Options>`. Node `j`'s steps are
-/// `node_of(j).forward`, `.backward` and `.update`; `steps[s]` says what step `s` does.
+/// `node_of(j).forward`, `.backward` and `.update`; `steps[s]` says what step `s` does, and
+/// `cycles(s)` how long the cycle model estimates it takes.
 template <std::size_t N, std::size_t S, int Ipus>
 struct training_plan {
   const plan<N, Ipus>* inference = nullptr;  ///< the inference plan: outputs' mappings, steps' work
@@ -298,6 +299,48 @@ struct training_plan {
       if (b.first <= step && step <= b.last) m += bytes_on(b, tile);
     });
     return m;
+  }
+
+  /// The estimated cycles of step `s`, by the library's cycle model (`detail::cycles_of`): a
+  /// forward or recompute step's are the inference plan's of its node; a backward step's its
+  /// forward step's, twice for a convolution or dense layer (its two convolutions, the input's
+  /// gradient and the kernel's, of the forward's size), the model's assumption as for memory; an
+  /// update step reads, on the tile holding most of each trainable tensor, its weights, its
+  /// gradient and the optimiser's state tensors, one vector per cycle per value read (as the
+  /// model counts an element-wise op), in one compute phase ended by a sync.
+  constexpr step_cycles cycles(int s) const noexcept {
+    const plan_step& st = steps[static_cast<std::size_t>(s)];
+    const step_cycles& fwd = inference->plan_of(st.node).cycles;
+    if (st.phase == step_phase::forward || st.phase == step_phase::recompute) return fwd;
+    if (st.phase == step_phase::backward) {
+      const std::int64_t copies = backward_code_copies(st.node);
+      return {copies * fwd.compute, copies * fwd.exchange, copies * fwd.sync, 0, 0};
+    }
+    step_cycles c;
+    const training_node& t = node_of(st.node);
+    const std::int64_t values_read = 2 + train.optimizer.state_tensors();
+    for (int w = 0; w < t.tensor_count; ++w)
+      if (t.tensors[static_cast<std::size_t>(w)].trainable)
+        c.compute += detail::div_up(t.tensors[static_cast<std::size_t>(w)].mapping.max_elements_per_tile() * values_read,
+                            chip().grain(update_bytes(st.node)));
+    c.sync = inference->opts.cycles.sync_cycles;
+    return c;
+  }
+  /// The estimated cycles of a training step's steps of each phase (indexed by `step_phase`).
+  constexpr std::array<step_cycles, 4> phase_cycles() const noexcept {
+    std::array<step_cycles, 4> by{};
+    for (int s = 0; s < static_cast<int>(S); ++s) {
+      step_cycles& c = by[static_cast<std::size_t>(steps[static_cast<std::size_t>(s)].phase)];
+      const step_cycles d = cycles(s);
+      c.compute += d.compute, c.exchange += d.exchange, c.sync += d.sync;
+    }
+    return by;
+  }
+  /// The estimated cycles of a whole training step.
+  constexpr std::int64_t total_cycles() const noexcept {
+    std::int64_t total = 0;
+    for (const step_cycles& c : phase_cycles()) total += c.total();
+    return total;
   }
 
   /// The code every tile of IPU 0 holds: the runtime, each op's codelets for both passes and the

@@ -2,8 +2,8 @@
 /// \file
 /// `ipu::memory_report<ipu::training<G, Opts>, Target, Options>()`: where a training step's tile
 /// memory goes (`plan/training.hpp`). The plan's peak and its bytes by category, the IPU's
-/// totals, the fullest tile of each phase (forward, recompute, backward, update), a histogram
-/// of the tiles' peaks and the fullest tiles.
+/// totals, the cycle model's time of a step by phase, the fullest tile of each phase (forward,
+/// recompute, backward, update), a histogram of the tiles' peaks and the fullest tiles.
 ///
 /// As for inference, the headline peak is the plan's, the highest byte its allocation reaches;
 /// the report recomputes every tile's most bytes in use at run time, in O(T x (N + S)) for T
@@ -54,6 +54,8 @@ struct training_memory_report_t {
   tile_peak peak{};            ///< the fullest tile as recomputed here
   std::array<tile_peak, phase_count> phases{};  ///< the fullest tile during the steps of each phase
   std::array<int, phase_count> phase_steps{};   ///< steps of each phase
+  std::array<step_cycles, phase_count> phase_cycles{};  ///< the cycle model's cycles of each phase's steps
+  std::int64_t total_cycles = 0;                ///< of the whole step
   std::array<int, buckets + 1> histogram{};     ///< tiles per bucket of `peak / capacity`
   std::vector<tile_peak> fullest;  ///< the fullest tiles, fullest first (lowest tile on a tie)
   bool fits = true;            ///< the plan fits
@@ -112,7 +114,22 @@ inline std::string training_memory_report_t::str() const {
   detail::print_training_categories(os, plan.totals);
   os << '\n';
 
-  // 2. The fullest tile of each phase.
+  // 2. The cycle model's time of a step.
+  const std::int64_t batch = nodes.front().out.dim[0];
+  os << "  cycles of a step (cycle model): " << grouped(total_cycles);
+  for (int ph = 0; ph < phase_count; ++ph)
+    if (phase_steps[static_cast<std::size_t>(ph)] > 0)
+      os << (ph == 0 ? ": " : ", ") << name_of(step_phase{static_cast<std::uint8_t>(ph)}) << ' '
+         << grouped(phase_cycles[static_cast<std::size_t>(ph)].total());
+  if (total_cycles > 0 && chip.clock_hz > 0) {
+    const double seconds = static_cast<double>(total_cycles) / static_cast<double>(chip.clock_hz);
+    os << "\n    " << std::fixed << std::setprecision(3) << seconds * 1e3 << " ms at " << std::setprecision(2)
+       << static_cast<double>(chip.clock_hz) / 1e9 << " GHz: " << std::setprecision(1)
+       << static_cast<double>(batch) / seconds << " samples/s" << std::defaultfloat;
+  }
+  os << '\n';
+
+  // 3. The fullest tile of each phase.
   os << "  fullest tile by phase:\n";
   for (int ph = 0; ph < phase_count; ++ph) {
     const tile_peak& tp = phases[static_cast<std::size_t>(ph)];
@@ -122,7 +139,7 @@ inline std::string training_memory_report_t::str() const {
        << tp.tile << ", " << step_name(tp.step) << '\n';
   }
 
-  // 3. The histogram of the tiles' peaks.
+  // 4. The histogram of the tiles' peaks.
   constexpr int bar_width = 50;
   const int most = std::max(1, *std::max_element(histogram.begin(), histogram.end()));
   os << "  tile peaks, by share of a tile's " << grouped(capacity) << " bytes (" << grouped(static_cast<std::int64_t>(tiles.size()))
@@ -138,7 +155,7 @@ inline std::string training_memory_report_t::str() const {
     os << '\n';
   }
 
-  // 4. The fullest tiles.
+  // 5. The fullest tiles.
   os << "  fullest tiles:\n";
   for (const tile_peak& tp : fullest) {
     os << "    tile " << std::setw(5) << tp.tile << std::setw(12) << grouped(tp.bytes.total()) << "  " << step_name(tp.step)
@@ -166,6 +183,8 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
   r.plan = p.ipus[0];
   r.fits = p.fits;
   for (const plan_step& s : p.steps) ++r.phase_steps[static_cast<std::size_t>(s.phase)];
+  r.phase_cycles = p.phase_cycles();
+  r.total_cycles = p.total_cycles();
 
   // Tile by tile: each buffer adds its bytes over its steps to a difference array, whose running
   // sum is the tile's dynamic bytes at each step.

@@ -37,6 +37,7 @@
 #include <ipu/train/options.hpp>
 #include <ipu/train/optimizer.hpp>
 #include <ipu/train/precision.hpp>
+#include <ipu/train/profile.hpp>
 #include <ipu/train/trainer.hpp>
 
 #include <ipu/report/memory_report.hpp>

@@ -62,6 +62,13 @@ TEST_CASE("docs/training.md: train, read the gradients, run the trained weights"
 
   ipu::engine<net_t, ipu::mk2> engine{trainer.weights()};  // inference with the trained weights
   // [train]
+  // [profile]
+  ipu::training_profile profile = trainer.profile();      // the plan's steps: cycles, host times
+  double simulated = profile.simulated_samples_per_second();  // on the target, by the cycle model
+  double measured = profile.measured_samples_per_second();    // on this host
+  // [profile]
+  CHECK(simulated > measured);
+  CHECK(measured > 0);
   CHECK(loss > 0);
   CHECK(g.size() == 3 * 3 * 3 * 16);
   CHECK(trainer.steps() == 2);

@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <any>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -140,6 +141,8 @@ class training_pass {
     saved_.resize(static_cast<std::size_t>(prog_.size()));
     compute_.resize(static_cast<std::size_t>(prog_.size()));
     grads_.resize(static_cast<std::size_t>(prog_.size()));
+    forward_seconds_.assign(static_cast<std::size_t>(prog_.size()), 0.0);
+    backward_seconds_.assign(static_cast<std::size_t>(prog_.size()), 0.0);
     for (int j = 1; j < prog_.size(); ++j)
       if (prog_.at(j).kind != prog_.at(0).kind)  // the input needs no gradient
         grads_[static_cast<std::size_t>(j)].resize(static_cast<std::size_t>(prog_.at(j).out.elements()));
@@ -162,11 +165,13 @@ class training_pass {
     }
     forward_.begin(input);
     for (const plan_step& s : prog_.steps) {
+      const auto start = std::chrono::steady_clock::now();
       if (const auto f = training_[static_cast<std::size_t>(s.node)].forward_training) {
         f(training_context<T>{*this, s.node});
       } else {
         forward_.step(s.node);
       }
+      forward_seconds_[static_cast<std::size_t>(s.node)] += seconds_since(start);
     }
   }
 
@@ -187,12 +192,24 @@ class training_pass {
     store(grads_[static_cast<std::size_t>(from)]);
     for (int j = from; j >= 1; --j) {
       if (grads_[static_cast<std::size_t>(j)].empty()) continue;
+      const auto start = std::chrono::steady_clock::now();
       training_[static_cast<std::size_t>(j)].backward(training_context<T>{*this, j});
       for (const int k : prog_.at(j).sources()) store(grads_[static_cast<std::size_t>(k)]);
       if (const int l = layer_of_[static_cast<std::size_t>(j)]; l >= 0)
         for (const weight_tensor& t : weight_grads_[static_cast<std::size_t>(l)].tensors())
           store(weight_grads_[static_cast<std::size_t>(l)][t.name]);
+      backward_seconds_[static_cast<std::size_t>(j)] += seconds_since(start);
     }
+  }
+
+  /// Host seconds spent in node `j`'s forward step, summed over the passes run.
+  double forward_seconds(int j) const noexcept { return forward_seconds_[static_cast<std::size_t>(j)]; }
+  /// Host seconds spent in node `j`'s backward (its gradients' rounding included), summed.
+  double backward_seconds(int j) const noexcept { return backward_seconds_[static_cast<std::size_t>(j)]; }
+
+  /// Seconds since `start` on the steady clock.
+  static double seconds_since(std::chrono::steady_clock::time_point start) noexcept {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   /// The program the pass runs (fusion dropped).
@@ -238,6 +255,7 @@ class training_pass {
   std::vector<std::vector<std::vector<float>>> compute_;  // per node: its weights rounded to T
   std::vector<std::vector<float>> grads_;            // per node: the gradient of its output
   std::span<layer_weights> masters_, weight_grads_;
+  std::vector<double> forward_seconds_, backward_seconds_;  // per node, summed over the passes
 };
 
 }  // namespace ipu::runtime

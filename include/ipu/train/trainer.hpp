@@ -34,8 +34,10 @@
 #include <ipu/train/optimizer.hpp>
 #include <ipu/train/options.hpp>
 #include <ipu/train/precision.hpp>
+#include <ipu/train/profile.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -138,6 +140,7 @@ class trainer {
                                     "; the graph has " + std::to_string(classes) + " classes (0 to " +
                                     std::to_string(classes - 1) + ")");
     forward(input);
+    const auto start = std::chrono::steady_clock::now();
     const element_type* z = pass_->value(logits_node);
     float* dz = pass_->grad_of(logits_node);
     double total = 0;
@@ -158,6 +161,7 @@ class trainer {
         dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch) * scale_);
       }
     }
+    loss_seconds_ += runtime::training_pass<element_type>::seconds_since(start);
     run_backward(logits_node);
     return static_cast<float>(total / static_cast<double>(batch));
   }
@@ -172,6 +176,7 @@ class trainer {
       throw std::invalid_argument("ipu::trainer: " + std::to_string(targets.size()) + " targets; the output has " +
                                   std::to_string(count) + " elements");
     forward(input);
+    const auto start = std::chrono::steady_clock::now();
     const element_type* y = pass_->value(last);
     float* dy = pass_->grad_of(last);
     double total = 0;
@@ -180,6 +185,7 @@ class trainer {
       total += d * d;
       dy[e] = static_cast<float>(2 * d / static_cast<double>(count) * scale_);
     }
+    loss_seconds_ += runtime::training_pass<element_type>::seconds_since(start);
     run_backward(last);
     return static_cast<float>(total / static_cast<double>(count));
   }
@@ -202,7 +208,8 @@ class trainer {
     std::size_t k = 0;  // the optimiser state, per tensor in order
     const int slots = opts.optimizer.state_tensors();
     std::uint64_t tensor = 0;  // the stream of stochastic rounding: the step, the tensor, the slot
-    for (std::size_t l = 0; l < weights_.size(); ++l)
+    for (std::size_t l = 0; l < weights_.size(); ++l) {
+      const auto start = std::chrono::steady_clock::now();
       for (const weight_tensor& t : weights_[l].tensors()) {
         std::span<float> s0, s1;
         if (slots > 0) s0 = state_[k];
@@ -218,7 +225,28 @@ class trainer {
           round_to_half(s1, Opts.rounding, stream + 2);
         }
       }
+      update_seconds_[static_cast<std::size_t>(weights_[l].node_index())] += runtime::training_pass<element_type>::seconds_since(start);
+    }
     ++steps_;
+  }
+
+  /// The training step's steps as the training plan (`ipu::training<G, Opts>` on `Tgt`) orders
+  /// them, each with the cycle model's estimate and the mean host time measured here per
+  /// `backward` (forward and backward steps) and per update (see `ipu/train/profile.hpp`).
+  /// Instantiates the training plan, which needs the graph on one IPU.
+  training_profile profile() const {
+    training_profile p(plan_v<ipu::training<G, Opts>, Tgt, PlanOpts>, Tgt::name);
+    p.set_steps_measured(passes_);
+    const int last = static_cast<int>(node_count_v<G>) - 1;  // its backward step holds the loss (a fused softmax's too)
+    for (int j = 0; j < static_cast<int>(node_count_v<G>); ++j) {
+      if (passes_ > 0) {
+        const double n = static_cast<double>(passes_);
+        p.set_host_seconds(step_phase::forward, j, pass_->forward_seconds(j) / n);
+        p.set_host_seconds(step_phase::backward, j, (pass_->backward_seconds(j) + (j == last ? loss_seconds_ : 0)) / n);
+      }
+      if (steps_ > 0) p.set_host_seconds(step_phase::update, j, update_seconds_[static_cast<std::size_t>(j)] / static_cast<double>(steps_));
+    }
+    return p;
   }
 
   /// The weights (masters in f32, batch norms' running statistics included).
@@ -277,6 +305,7 @@ class trainer {
 
   /// Clears the gradients and runs the forward pass.
   void forward(std::span<const stream_type> input) {
+    ++passes_;
     clear_gradients();
     pass_->forward(input.data(), std::span<layer_weights>(weights_.begin(), weights_.end()),
                    std::span<layer_weights>(grads_.begin(), grads_.end()));
@@ -293,6 +322,9 @@ class trainer {
   std::int64_t clean_steps_ = 0;  // dynamic loss scaling: updates since the last overflow or growth
   std::int64_t skipped_ = 0;
   bool overflow_ = false;
+  std::int64_t passes_ = 0;  // forward and backward passes run
+  double loss_seconds_ = 0;  // the loss's host time, summed over the passes
+  std::vector<double> update_seconds_ = std::vector<double>(node_count_v<G>, 0.0);  // per node, summed over the updates
 };
 
 }  // namespace ipu

@@ -176,7 +176,7 @@ class engine {
     if (iterations < 0)
       throw std::invalid_argument("ipu::engine::run: " + std::to_string(iterations) + " iterations; give 0 or more");
     using clock = std::chrono::steady_clock;
-    const auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+    using runtime::seconds_since;
     run_stats stats;
     stats.requested = iterations;
     stats.batch_size = batch_size_v<G>;

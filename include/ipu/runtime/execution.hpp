@@ -3,6 +3,7 @@
 /// What the executors share: the execution modes, the error they report and the weights they
 /// are built from.
 
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -54,5 +55,9 @@ namespace runtime {
 /// order of its op's `device_tensors` (batch norm's folded into scale and shift).
 using parameter_set = std::vector<std::vector<std::vector<float>>>;
 
+/// Seconds since `start` on the steady clock: the host time of a step.
+inline double seconds_since(std::chrono::steady_clock::time_point start) noexcept {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 }  // namespace runtime
 }  // namespace ipu

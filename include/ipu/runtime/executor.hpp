@@ -122,8 +122,7 @@ class executor {
     for (const plan_step& s : prog_->steps) {
       const auto start = std::chrono::steady_clock::now();
       m.step(s.node);
-      step_seconds[static_cast<std::size_t>(s.node)] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      step_seconds[static_cast<std::size_t>(s.node)] += seconds_since(start);
       if (check_finite_) check_output(m, s.node);
     }
     m.end(output);

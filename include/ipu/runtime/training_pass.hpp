@@ -207,10 +207,6 @@ class training_pass {
   /// Host seconds spent in node `j`'s backward (its gradients' rounding included), summed.
   double backward_seconds(int j) const noexcept { return backward_seconds_[static_cast<std::size_t>(j)]; }
 
-  /// Seconds since `start` on the steady clock.
-  static double seconds_since(std::chrono::steady_clock::time_point start) noexcept {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
 
   /// The program the pass runs (fusion dropped).
   const program& prog() const noexcept { return prog_; }

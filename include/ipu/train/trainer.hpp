@@ -161,7 +161,7 @@ class trainer {
         dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch) * scale_);
       }
     }
-    loss_seconds_ += runtime::training_pass<element_type>::seconds_since(start);
+    loss_seconds_ += runtime::seconds_since(start);
     run_backward(logits_node);
     return static_cast<float>(total / static_cast<double>(batch));
   }
@@ -185,7 +185,7 @@ class trainer {
       total += d * d;
       dy[e] = static_cast<float>(2 * d / static_cast<double>(count) * scale_);
     }
-    loss_seconds_ += runtime::training_pass<element_type>::seconds_since(start);
+    loss_seconds_ += runtime::seconds_since(start);
     run_backward(last);
     return static_cast<float>(total / static_cast<double>(count));
   }
@@ -225,7 +225,7 @@ class trainer {
           round_to_half(s1, Opts.rounding, stream + 2);
         }
       }
-      update_seconds_[static_cast<std::size_t>(weights_[l].node_index())] += runtime::training_pass<element_type>::seconds_since(start);
+      update_seconds_[static_cast<std::size_t>(weights_[l].node_index())] += runtime::seconds_since(start);
     }
     ++steps_;
   }
@@ -299,7 +299,7 @@ class trainer {
       for (const weight_tensor& t : layer.tensors())
         for (float& g : layer[t.name]) {
           overflow_ = overflow_ || !std::isfinite(g);
-          g /= scale_;
+          if (scale_ != 1) g /= scale_;
         }
   }
 

@@ -34,6 +34,7 @@
 #include <ipu/runtime/profile.hpp>
 #include <ipu/runtime/weights.hpp>
 
+#include <ipu/train/dropout.hpp>
 #include <ipu/train/options.hpp>
 #include <ipu/train/optimizer.hpp>
 #include <ipu/train/precision.hpp>

@@ -47,6 +47,15 @@ constexpr ipu::train_options sixteen_sixteen{
     .rounding = ipu::rounding::stochastic,          // the default
     .loss_scaling = ipu::dynamic_loss_scaling()};   // 2^15, halved on overflow
 // [precision]
+
+// [dropout]
+constexpr auto classifier = ipu::input<ipu::f32, 8, 28, 28, 1>
+    | nn::conv<16, 3> | nn::relu | nn::max_pool<2, 2>
+    | nn::flatten | nn::dropout<0.5> | nn::dense<10>;
+
+constexpr const ipu::node& dense = ipu::node_table_v<decltype(classifier)>.back();
+static_assert(dense.dropout[0].rate == 0.5 && dense.dropout[0].site == 0);  // dense1 reads its input dropped out
+// [dropout]
 }  // namespace
 
 TEST_CASE("docs/training.md: train, read the gradients, run the trained weights") {

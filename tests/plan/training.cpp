@@ -36,6 +36,15 @@ constexpr ipu::train_options adam_16_16{.optimizer = ipu::adam{}, .master_weight
 constexpr ipu::train_options per_block{.optimizer = ipu::adam{}, .recompute = ipu::recompute::per_block};
 constexpr ipu::train_options at_checkpoints{.optimizer = ipu::adam{}, .recompute = ipu::recompute::checkpoints};
 
+// net<T> with dropouts: at the block's start (its shortcut reads relu1 itself), and before the
+// dense layer.
+template <class T>
+constexpr auto dropped = ipu::input<T, 2, 8, 8, 3> | nn::conv<8, 3> | nn::batch_norm | nn::relu
+    | nn::residual(nn::dropout<0.2> | nn::conv<8, 1> | nn::batch_norm | nn::relu | nn::conv<8, 3> | nn::batch_norm) | nn::relu
+    | nn::global_avg_pool | nn::dropout<0.5> | nn::dense<4>;
+template <class T>
+using dropped_t = decltype(dropped<T>);
+
 // net<f16> with a checkpoint after the stem's relu.
 constexpr auto marked = ipu::input<ipu::f16, 2, 8, 8, 3> | nn::conv<8, 3> | nn::batch_norm | nn::relu | nn::checkpoint
     | nn::residual(nn::conv<8, 1> | nn::batch_norm | nn::relu | nn::conv<8, 3> | nn::batch_norm) | nn::relu
@@ -70,6 +79,15 @@ std::vector<placed> buffers_of(const Plan& p) {
       if (t.tensors[static_cast<std::size_t>(w)].trainable)
         add(t.backward, t.update, t.weight_grad_offset[static_cast<std::size_t>(w)],
             t.tensors[static_cast<std::size_t>(w)].mapping.max_elements_per_tile() * p.element_bytes(j));
+    const ipu::node& n = p.at(j);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(n.input_count); ++k) {
+      if (!n.dropout[k].active()) continue;
+      const std::int64_t in_bytes = p.inference->plan_of(n.inputs[k]).output.max_elements_per_tile() * p.element_bytes(n.inputs[k]);
+      add(t.forward, t.forward, t.dropped_offset[k], in_bytes);
+      if (t.recompute >= 0) add(t.recompute, t.recompute, t.dropped_recomputed_offset[k], in_bytes);
+      add(t.backward, t.backward, t.dropped_backward_offset[k], in_bytes);
+      if (n.inputs[k] != 0) add(t.backward, t.backward, t.dropped_grad_offset[k], in_bytes);
+    }
     const std::int64_t scratch = ipu::aligned(np.transient_max.temporaries) + ipu::aligned(np.transient_max.exchange);
     const auto first = [&](const ipu::step_buffers& sb) { return np.transient_max.temporaries > 0 ? sb.temporaries : sb.exchange; };
     if (scratch > 0) {
@@ -176,6 +194,46 @@ TEST_CASE("the training plan's buffers never share a byte while both live, and n
   check_allocation(ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>);
   check_allocation(ipu::plan_v<ipu::training<net_t<ipu::f16>, per_block>, tiny>);
   check_allocation(ipu::plan_v<ipu::training<decltype(marked), at_checkpoints>, tiny>);
+  check_allocation(ipu::plan_v<ipu::training<dropped_t<ipu::f16>, adam>, tiny>);
+  check_allocation(ipu::plan_v<ipu::training<dropped_t<ipu::f16>, per_block>, tiny>);
+}
+
+TEST_CASE("a dropped-out input's copy lives in its reader's forward step, again in its backward step with its gradient; no mask is stored") {
+  // The same graph with and without dropouts: the plans differ only in the steps of the two
+  // readers, by the bytes of the input they read, in one category each.
+  constexpr auto& with = ipu::plan_v<ipu::training<dropped_t<ipu::f16>, adam>, tiny>;
+  constexpr auto& without = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>;
+  STATIC_REQUIRE(with.step_count == without.step_count);
+  const int conv = node(with, "block1.conv1"), dense = node(with, "dense1");
+  CHECK(with.at(conv).dropout[0].active());
+  CHECK(with.at(dense).dropout[0].active());
+  CHECK_FALSE(with.at(node(with, "block1.add")).dropout[1].active());  // the shortcut reads relu1 itself
+  for (int tile = 0; tile < tiny::chip.tiles; ++tile)
+    for (int s = 0; s < static_cast<int>(with.step_count); ++s) {
+      const ipu::plan_step& st = with.steps[static_cast<std::size_t>(s)];
+      ipu::training_bytes expected = without.usage(tile, s);
+      const bool reader = (st.node == conv || st.node == dense) && st.phase != ipu::step_phase::update;
+      if (reader) {
+        const int src = with.at(st.node).inputs[0];
+        const std::int64_t bytes = with.inference->plan_of(src).output.elements_on(tile) * 2;
+        if (st.phase == ipu::step_phase::forward) {
+          expected.activations += bytes;
+        } else {
+          expected.recomputed += bytes;  // drawn again
+          expected.gradients += bytes;   // the copy's gradient
+        }
+      }
+      INFO("tile " << tile << ", step " << s << ": " << ipu::name_of(st.phase) << ' ' << with.at(st.node).path.view());
+      CHECK(with.usage(tile, s) == expected);
+    }
+  // The cycle model: the reader's forward step reads the input once more, its backward step twice.
+  for (int s = 0; s < static_cast<int>(with.step_count); ++s) {
+    const ipu::plan_step& st = with.steps[static_cast<std::size_t>(s)];
+    const bool reader = (st.node == conv || st.node == dense) && st.phase != ipu::step_phase::update;
+    const std::int64_t per_tile = reader ? with.inference->plan_of(with.at(st.node).inputs[0]).output.max_elements_per_tile() : 0;
+    const std::int64_t reads = st.phase == ipu::step_phase::backward ? 2 : 1;
+    CHECK(with.cycles(s).compute == without.cycles(s).compute + reads * ((per_tile + 3) / 4));  // f16: 4 per 64-bit vector
+  }
 }
 
 TEST_CASE("training needs more memory than inference, and more with a larger optimiser state") {

@@ -371,16 +371,21 @@ struct params {
 /// from its inputs' outputs, in order.
 using other_op = std::function<tensor(const ipu::node& n, const std::vector<const tensor*>& inputs)>;
 
+/// Whether dropout `d` keeps value `i` of its input.
+using dropout_mask = std::function<bool(const ipu::input_dropout& d, std::int64_t i)>;
+
 /// Runs a node table (e.g. `ipu::node_table_v<G>`) on `input`, node by node, in `double`.
 /// `params_of(i)` gives node i's parameters (called for conv, batch_norm and dense nodes);
 /// `other` computes the nodes of ops not in the library; with `training`, batch norms
-/// normalise with the batch's statistics (`batch_norm_training`). Every node's output is kept; the last
+/// normalise with the batch's statistics (`batch_norm_training`), and with `keeps` too, an
+/// input with a dropout is read with the values `keeps` drops zeroed and the others divided by
+/// `1 - rate`. Every node's output is kept; the last
 /// node's is returned. Throws std::invalid_argument if a tensor's size disagrees with the
 /// table, or for an op it has no reference for.
 template <std::size_t N>
 tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
                const std::function<params(int node_index)>& params_of, const other_op& other = {},
-               bool training = false) {
+               bool training = false, const dropout_mask& keeps = {}) {
   static_assert(N > 0, "empty node table");
   std::vector<tensor> out(N);
   for (std::size_t i = 0; i < N; ++i) {
@@ -392,6 +397,16 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
                                     " reads node " + std::to_string(j));
       return out[detail::sz(j)];
     };
+    std::array<tensor, ipu::max_inputs> dropped{};
+    const auto in = [&](int k) -> const tensor& {  // input k as the node reads it
+      const ipu::input_dropout& drop = nd.dropout[detail::sz(k)];
+      const tensor& x = src(nd.inputs[detail::sz(k)]);
+      if (!training || !keeps || !drop.active()) return x;
+      tensor& y = dropped[detail::sz(k)];
+      y = x;
+      for (std::size_t e = 0; e < y.size(); ++e) y[e] = keeps(drop, static_cast<std::int64_t>(e)) ? x[e] / (1 - drop.rate) : 0.0;
+      return y;
+    };
     const int self = static_cast<int>(i);
     const padding pad{nd.layer.pad.same, nd.layer.pad.top, nd.layer.pad.bottom, nd.layer.pad.left, nd.layer.pad.right};
     const ipu::layer_params& l = nd.layer;
@@ -402,46 +417,46 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
       out[i] = input;
     } else if (is(ops::conv{})) {
       const params p = params_of(self);
-      out[i] = conv2d(src(nd.input()), d(0), d(1), d(2), d(3), p.kernel, win, l.filters, l.groups, pad, p.bias);
+      out[i] = conv2d(in(0), d(0), d(1), d(2), d(3), p.kernel, win, l.filters, l.groups, pad, p.bias);
     } else if (is(ops::batch_norm{})) {
       const params p = params_of(self);
-      out[i] = training ? batch_norm_training(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift)
-                        : batch_norm(src(nd.input()), static_cast<int>(nd.in.channels()), p.scale, p.shift, p.mean, p.variance);
+      out[i] = training ? batch_norm_training(in(0), static_cast<int>(nd.in.channels()), p.scale, p.shift)
+                        : batch_norm(in(0), static_cast<int>(nd.in.channels()), p.scale, p.shift, p.mean, p.variance);
     } else if (is(ops::relu{})) {
-      out[i] = relu(src(nd.input()));
+      out[i] = relu(in(0));
     } else if (is(ops::max_pool{})) {
-      out[i] = max_pool(src(nd.input()), d(0), d(1), d(2), d(3), win, pad);
+      out[i] = max_pool(in(0), d(0), d(1), d(2), d(3), win, pad);
     } else if (is(ops::avg_pool{})) {
-      out[i] = avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), win, pad, l.count_padding);
+      out[i] = avg_pool(in(0), d(0), d(1), d(2), d(3), win, pad, l.count_padding);
     } else if (is(ops::adaptive_avg_pool{})) {
-      out[i] = adaptive_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3), static_cast<int>(nd.out.dim[1]),
+      out[i] = adaptive_avg_pool(in(0), d(0), d(1), d(2), d(3), static_cast<int>(nd.out.dim[1]),
                                  static_cast<int>(nd.out.dim[2]));
     } else if (is_activation(ipu::name_of(nd.kind))) {
-      out[i] = src(nd.input());
+      out[i] = in(0);
       for (double& v : out[i]) v = activation(ipu::name_of(nd.kind), v);
     } else if (is(ops::global_max_pool{})) {
-      out[i] = global_max_pool(src(nd.input()), d(0), d(1), d(2), d(3));
+      out[i] = global_max_pool(in(0), d(0), d(1), d(2), d(3));
     } else if (is(ops::flatten{}) || is(ops::reshape{})) {
-      out[i] = src(nd.input());  // NHWC row-major is [N, H*W*C] row-major
+      out[i] = in(0);  // NHWC row-major is [N, H*W*C] row-major
     } else if (is(ops::leaky_relu{})) {
-      out[i] = src(nd.input());
+      out[i] = in(0);
       for (double& v : out[i]) v = v < 0 ? nd.layer.alpha * v : v;
     } else if (is(ops::global_avg_pool{})) {
-      out[i] = global_avg_pool(src(nd.input()), d(0), d(1), d(2), d(3));
+      out[i] = global_avg_pool(in(0), d(0), d(1), d(2), d(3));
     } else if (is(ops::dense{})) {
       const params p = params_of(self);
-      out[i] = dense(src(nd.input()), d(0), d(1), p.kernel, nd.layer.filters, p.bias);
+      out[i] = dense(in(0), d(0), d(1), p.kernel, nd.layer.filters, p.bias);
     } else if (is(ops::softmax{})) {
       const int c = static_cast<int>(nd.in.channels());
-      out[i] = softmax(src(nd.input()), static_cast<int>(nd.in.elements() / c), c);
+      out[i] = softmax(in(0), static_cast<int>(nd.in.elements() / c), c);
     } else if (is(ops::add{}) || is(ops::multiply{})) {
       const auto dims = [](const ipu::shape& s) {
         return std::array<std::int64_t, 4>{s.dim[0], s.dim[1], s.rank == 4 ? s.dim[2] : 1, s.rank == 4 ? s.dim[3] : 1};
       };
-      tensor y = src(nd.input());
+      tensor y = in(0);
       for (int k = 1; k < nd.input_count; ++k) {
         const int j = nd.inputs[detail::sz(k)];
-        const tensor operand = broadcast(src(j), dims(table[detail::sz(j)].out), dims(nd.out));
+        const tensor operand = broadcast(in(k), dims(table[detail::sz(j)].out), dims(nd.out));
         y = is(ops::add{}) ? add(y, operand) : multiply(y, operand);
       }
       out[i] = std::move(y);
@@ -449,13 +464,13 @@ tensor forward(const std::array<ipu::node, N>& table, const tensor& input,
       std::vector<const tensor*> parts;
       std::vector<int> channels;
       for (int k = 0; k < nd.input_count; ++k) {
-        parts.push_back(&src(nd.inputs[detail::sz(k)]));
+        parts.push_back(&in(k));
         channels.push_back(static_cast<int>(table[detail::sz(nd.inputs[detail::sz(k)])].out.channels()));
       }
       out[i] = concat(parts, channels, nd.out.elements() / nd.out.channels());
     } else if (other) {
       std::vector<const tensor*> inputs;
-      for (int src_node : nd.sources()) inputs.push_back(&src(src_node));
+      for (int k = 0; k < nd.input_count; ++k) inputs.push_back(&in(k));
       out[i] = other(nd, inputs);
     } else {
       throw std::invalid_argument("ipu_test::ref::forward: no reference for op " + std::string(ipu::name_of(nd.kind)));

@@ -56,10 +56,11 @@ inline std::vector<std::int32_t> random_labels(std::size_t count, std::int64_t c
 /// The training loss of `G` in double: the reference forward (batch norm with the batch's
 /// statistics) of `input` with weights `w`, then the mean softmax cross-entropy against
 /// `labels` (of the logits, or of the probabilities when the graph ends in a softmax), or the
-/// mean squared error against `targets`.
+/// mean squared error against `targets`; the dropouts drop what `keeps` says.
 template <class G>
 double reference_loss(const std::vector<double>& input, const std::vector<double_layer>& w,
-                      const std::vector<std::int32_t>& labels, const std::vector<float>& targets = {}) {
+                      const std::vector<std::int32_t>& labels, const std::vector<float>& targets = {},
+                      const ref::dropout_mask& keeps = {}) {
   const std::vector<double> y = ref::forward(
       ipu::node_table_v<G>, input,
       [&](int j) {
@@ -73,7 +74,7 @@ double reference_loss(const std::vector<double>& input, const std::vector<double
         p.variance = layer->get("variance");
         return p;
       },
-      {}, true);
+      {}, true, keeps);
   if (!targets.empty()) {
     double sum = 0;
     for (std::size_t e = 0; e < y.size(); ++e) sum += (y[e] - targets[e]) * (y[e] - targets[e]);
@@ -81,7 +82,7 @@ double reference_loss(const std::vector<double>& input, const std::vector<double
   }
   const auto& last = ipu::node_table_v<G>.back();
   const std::size_t classes = static_cast<std::size_t>(last.out.channels()), batch = y.size() / classes;
-  const bool probabilities = last.kind == ipu::op_of<ipu::ops::softmax>;
+  const bool probabilities = last.kind == ipu::op_of<ipu::ops::softmax> && !last.dropout[0].active();
   double sum = 0;
   for (std::size_t b = 0; b < batch; ++b) {
     const double* row = y.data() + b * classes;
@@ -101,11 +102,11 @@ double reference_loss(const std::vector<double>& input, const std::vector<double
 /// The worst error of the trainer's weight gradients `grads` against central finite
 /// differences of `reference_loss` in double, over up to `samples` elements of each trainable
 /// tensor: `|g - fd| / max(|fd|, 1e-2 * the tensor's largest |fd|, 1e-6)`. `where` receives the
-/// layer and tensor of the worst.
+/// layer and tensor of the worst; the dropouts drop what `keeps` says.
 template <class G>
 double gradient_error(const ipu::weights<G>& w, const ipu::weights<G>& grads, const std::vector<double>& input,
                       const std::vector<std::int32_t>& labels, const std::vector<float>& targets, std::string& where,
-                      std::size_t samples = 24) {
+                      std::size_t samples = 24, const ref::dropout_mask& keeps = {}) {
   std::vector<double_layer> d = in_double(w);
   double worst = 0;
   for (std::size_t l = 0; l < d.size(); ++l)
@@ -119,9 +120,9 @@ double gradient_error(const ipu::weights<G>& w, const ipu::weights<G>& grads, co
       for (std::size_t i = 0; i < v.size(); i += step) {
         const double x0 = v[i], h = 1e-6 * std::max(1.0, std::abs(x0));
         v[i] = x0 + h;
-        const double up = reference_loss<G>(input, d, labels, targets);
+        const double up = reference_loss<G>(input, d, labels, targets, keeps);
         v[i] = x0 - h;
-        const double down = reference_loss<G>(input, d, labels, targets);
+        const double down = reference_loss<G>(input, d, labels, targets, keeps);
         v[i] = x0;
         const double fd = (up - down) / (2 * h);
         pairs.emplace_back(fd, static_cast<double>(g[i]));

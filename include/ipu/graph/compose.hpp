@@ -41,8 +41,11 @@ struct repeat_t {};
 /// `Body` with its node paths prefixed by `Name.`.
 template <fixed_string Name, class Body>
 struct scope_t {};
-/// Dropout with rate `Rate`, in `[0, 1)`: at inference the identity, so it
-/// lowers to no node, as TensorFlow's inference graph has none (`nn::dropout<0.2>`).
+/// Dropout with rate `Rate`, in `[0, 1)` (`nn::dropout<0.2>`). It lowers to no node: at
+/// inference it is the identity, as TensorFlow's inference graph has none; in a training step
+/// the layers that read its input read it dropped out (`input_dropout` on their inputs), the
+/// mask drawn from a seed and drawn again in the backward pass, never stored. A graph may not
+/// end in a dropout.
 template <scalar Rate>
   requires(Rate.value() >= 0 && Rate.value() < 1)
 struct dropout_t {
@@ -185,7 +188,7 @@ constexpr join_t<ops::concat, ipu::detail::as_branch_t<Bs>...> concat(Bs...) noe
   return {};
 }
 
-/// `dropout<Rate>`: see `dropout_t`; the identity at inference, no node.
+/// `dropout<Rate>`: see `dropout_t`; the identity at inference, no node; dropped inputs in training.
 template <scalar Rate>
 inline constexpr dropout_t<Rate> dropout{};
 

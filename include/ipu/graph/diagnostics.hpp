@@ -159,6 +159,14 @@ struct node_paths_must_be_unique {
   static constexpr bool value = false;
 };
 
+/// Error: a graph ends in `nn::dropout`, which drops what a training step's next layer reads;
+/// no layer reads it. `Layer` is the graph's last layer.
+template <auto Layer>
+struct dropout_must_precede_a_layer {
+  static_assert(Layer.path[0] == '\0', "ipu: the graph ends in nn::dropout, which no layer reads; put it before a layer");
+  static constexpr bool value = false;
+};
+
 /// Error: one scope names nodes of more distinct ops than the lowering counts.
 template <auto Layer, max_ops Max>
 struct too_many_ops_in_one_scope {
@@ -209,6 +217,8 @@ consteval auto report_graph_error() {
                                                diag::target_values_per_sample{E.y}>::value;
   } else if constexpr (E.kind == too_many_ops_in_scope) {
     return diag::too_many_ops_in_one_scope<layer, diag::max_ops{E.x}>::value;
+  } else if constexpr (E.kind == dropout_at_output) {
+    return diag::dropout_must_precede_a_layer<layer>::value;
   } else if constexpr (E.kind == duplicate_path) {
     return diag::node_paths_must_be_unique<layer, diag::node_index{E.x}, diag::node_index{E.y}>::value;
   } else {

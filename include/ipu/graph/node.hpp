@@ -81,7 +81,7 @@ struct layer_params {
   padding pad{};    ///< padding of a conv or pooling window: TensorFlow's SAME by default
   bool bias = false;  ///< a conv or dense layer adds a bias per output channel
   bool count_padding = false;  ///< average pooling divides by the whole window, padded cells included
-  double alpha = 0;  ///< a real hyper-parameter: leaky ReLU's slope, dropout's rate
+  double alpha = 0;  ///< a real hyper-parameter: leaky ReLU's slope
   input_stream stream{};  ///< the graph input's: how the host streams it
 
   /// The cells a window spans along height and width (`dilated_extent`).
@@ -94,6 +94,19 @@ inline constexpr int host_device = -1;
 /// Most inputs one node reads: the branches a join combines.
 inline constexpr int max_inputs = 4;
 
+/// A dropout on one input of a node (`nn::dropout` between the node and the node it reads).
+/// At inference the node reads the input itself. In a training step it reads the input with
+/// each value zeroed with probability `rate` and the others multiplied by `1 / (1 - rate)`;
+/// the readers of one dropped value (a block's layers and its shortcut, after one
+/// `nn::dropout`) share its mask.
+struct input_dropout {
+  double rate = 0;  ///< the fraction of values dropped, in `[0, 1)`; 0 for none
+  int site = -1;    ///< the dropout's number, in the order of the graph's `nn::dropout`s; -1 for none
+
+  /// Whether the input is dropped out in training.
+  constexpr bool active() const noexcept { return site >= 0; }
+};
+
 /// One node of the flattened graph.
 ///
 /// Nodes are in execution order; a node's inputs always precede it. Node 0 is the input. A node
@@ -105,6 +118,8 @@ struct node {
   /// The nodes whose outputs it reads, in order (the main input first); -1 past the last.
   std::array<int, max_inputs> inputs{-1, -1, -1, -1};
   int input_count = 0;     ///< entries of `inputs` in use: 0 for the graph input, 1 for a layer, 2 or more for a join
+  /// The dropout on each input in training (`input_dropout`), in the order of `inputs`.
+  std::array<input_dropout, max_inputs> dropout{};
   layer_params layer{};    ///< the layer's hyper-parameters
   shape in{};              ///< shape of the (main) input
   shape out{};             ///< shape of the output

@@ -61,6 +61,7 @@ enum class graph_error_kind : std::uint8_t {
   too_many_ops_in_scope,          ///< path names the node past the limit, x = the limit (`name_scope::capacity`)
   padding_too_large,              ///< a = input shape, b = the padding `[top, bottom, left, right]`, x, y = window height, width
   reshape_changes_values,         ///< a = input shape, x = its values per sample, y = the target's
+  dropout_at_output,              ///< path names the graph's last node, which an `nn::dropout` follows
 };
 
 /// The first error of a graph, with the numbers its diagnostic prints.

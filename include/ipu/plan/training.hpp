@@ -30,6 +30,12 @@
 ///   - **gradients:** of each node's output, in the graph's element type, from the backward step
 ///     that first adds to it (its last reader's) to its own backward step; of each trainable
 ///     tensor, from its node's backward step to its update step;
+///   - **dropped-out inputs** (`nn::dropout`, `input_dropout`): a node reading an input with a
+///     dropout reads a dropped-out copy of it, mapped as the input, which its forward step
+///     writes and reads (an activation live at that step); its recompute and backward steps
+///     draw the mask again and write the copy again (a recomputed activation live at that
+///     step), and its backward step writes the copy's gradient (a gradient live at that step).
+///     The mask itself is never stored. These buffers count as the reading node's;
 ///   - the **temporaries** and **exchange** buffers of step `s`: a forward or recompute step's as
 ///     inference plans them; a backward step's as its forward step's, the model's assumption (a
 ///     convolution's backward runs two convolutions of the forward's size one after the other
@@ -149,6 +155,7 @@ struct training_buffer {
   training_category category = training_category::activations;  ///< activations, recomputed, gradients or temporaries
   int node = 0;    ///< whose
   int tensor = -1; ///< a weight gradient's tensor (in the order of `ipu::weights`); -1 otherwise
+  int input = -1;  ///< the input whose dropped-out copy (or its gradient) it is; -1 otherwise
   int first = 0;   ///< the first step it is live
   int last = 0;    ///< the last step it is live
   const tensor_mapping* mapping = nullptr;  ///< a tensor's mapping; null for a step's scratch
@@ -173,6 +180,12 @@ struct training_node {
   std::int64_t recomputed_offset = -1;  ///< its recomputed output
   std::int64_t grad_offset = -1;    ///< its output's gradient
   std::array<std::int64_t, 4> weight_grad_offset{-1, -1, -1, -1};  ///< each trainable tensor's gradient
+  /// Each dropped-out input's copy: in the forward step, in the recompute step, in the backward
+  /// step; and its gradient in the backward step.
+  std::array<std::int64_t, max_inputs> dropped_offset{-1, -1, -1, -1};
+  std::array<std::int64_t, max_inputs> dropped_recomputed_offset{-1, -1, -1, -1};  ///< see `dropped_offset`
+  std::array<std::int64_t, max_inputs> dropped_backward_offset{-1, -1, -1, -1};    ///< see `dropped_offset`
+  std::array<std::int64_t, max_inputs> dropped_grad_offset{-1, -1, -1, -1};        ///< see `dropped_offset`
   step_buffers forward_buffers{};   ///< its forward step's temporaries and exchange buffers
   step_buffers backward_buffers{};  ///< its backward step's
   step_buffers recompute_buffers{};  ///< its recompute step's
@@ -261,22 +274,44 @@ struct training_plan {
   }
   /// Calls `f(buffer)` for each dynamic buffer of IPU 0 (a `training_buffer`), node by node: its
   /// output (stashed or not), its recomputed output, its output's gradient, its trainable
-  /// tensors' gradients, and the scratch of its forward, backward and recompute steps.
+  /// tensors' gradients, its dropped-out inputs' copies and their gradients, and the scratch of
+  /// its forward, backward and recompute steps.
   template <class F>
   constexpr void for_each_buffer(F&& f) const {
     for (int j = 0; j < static_cast<int>(N); ++j) {
       const training_node& t = node_of(j);
       const tensor_mapping& out = inference->plan_of(j).output;
       const std::int64_t eb = element_bytes(j);
-      f(training_buffer{training_category::activations, j, -1, t.forward, t.output_last, &out, eb});
-      if (t.recompute >= 0) f(training_buffer{training_category::recomputed, j, -1, t.recompute, t.backward, &out, eb});
-      if (t.grad_first >= 0) f(training_buffer{training_category::gradients, j, -1, t.grad_first, t.backward, &out, eb});
+      f(training_buffer{training_category::activations, j, -1, -1, t.forward, t.output_last, &out, eb});
+      if (t.recompute >= 0) f(training_buffer{training_category::recomputed, j, -1, -1, t.recompute, t.backward, &out, eb});
+      if (t.grad_first >= 0) f(training_buffer{training_category::gradients, j, -1, -1, t.grad_first, t.backward, &out, eb});
       for (int w = 0; w < t.tensor_count; ++w)
         if (t.tensors[static_cast<std::size_t>(w)].trainable)
-          f(training_buffer{training_category::gradients, j, w, t.backward, t.update, &t.tensors[static_cast<std::size_t>(w)].mapping, eb});
+          f(training_buffer{training_category::gradients, j, w, -1, t.backward, t.update, &t.tensors[static_cast<std::size_t>(w)].mapping, eb});
+      const node& n = at(j);
+      for (int k = 0; k < n.input_count; ++k) {
+        if (!n.dropout[static_cast<std::size_t>(k)].active()) continue;
+        const int src = n.inputs[static_cast<std::size_t>(k)];
+        const tensor_mapping* in = &inference->plan_of(src).output;
+        const std::int64_t ib = element_bytes(src);
+        f(training_buffer{training_category::activations, j, -1, k, t.forward, t.forward, in, ib});
+        if (t.recompute >= 0) f(training_buffer{training_category::recomputed, j, -1, k, t.recompute, t.recompute, in, ib});
+        f(training_buffer{training_category::recomputed, j, -1, k, t.backward, t.backward, in, ib});
+        if (node_of(src).backward >= 0) f(training_buffer{training_category::gradients, j, -1, k, t.backward, t.backward, in, ib});
+      }
       for (int s : {t.forward, t.backward, t.recompute})
-        if (s >= 0) f(training_buffer{training_category::temporaries, j, -1, s, s, nullptr, 0});
+        if (s >= 0) f(training_buffer{training_category::temporaries, j, -1, -1, s, s, nullptr, 0});
     }
+  }
+  /// Elements of node `j`'s dropped-out inputs on the tile holding most of each: what a step of
+  /// `j` reads to draw their masks, as the cycle model counts it.
+  constexpr std::int64_t dropped_elements_per_tile(int j) const noexcept {
+    const node& n = at(j);
+    std::int64_t elements = 0;
+    for (int k = 0; k < n.input_count; ++k)
+      if (n.dropout[static_cast<std::size_t>(k)].active())
+        elements += inference->plan_of(n.inputs[static_cast<std::size_t>(k)]).output.max_elements_per_tile();
+    return elements;
   }
   /// The bytes of buffer `b` on `tile`, in its category (a step's scratch in `temporaries` and
   /// `exchange`).
@@ -307,14 +342,22 @@ struct training_plan {
   /// gradient and the kernel's, of the forward's size), the model's assumption as for memory; an
   /// update step reads, on the tile holding most of each trainable tensor, its weights, its
   /// gradient and the optimiser's state tensors, one vector per cycle per value read (as the
-  /// model counts an element-wise op), in one compute phase ended by a sync.
+  /// model counts an element-wise op), in one compute phase ended by a sync. A step of a node
+  /// with dropped-out inputs also reads each such input once to drop it out (forward and
+  /// recompute steps), or twice (backward steps: to drop it out again, and its gradient through
+  /// the mask), one vector per cycle.
   constexpr step_cycles cycles(int s) const noexcept {
     const plan_step& st = steps[static_cast<std::size_t>(s)];
     const step_cycles& fwd = inference->plan_of(st.node).cycles;
-    if (st.phase == step_phase::forward || st.phase == step_phase::recompute) return fwd;
+    const std::int64_t dropout = detail::div_up(dropped_elements_per_tile(st.node), chip().grain(element_bytes(st.node)));
+    if (st.phase == step_phase::forward || st.phase == step_phase::recompute) {
+      step_cycles c = fwd;
+      c.compute += dropout;
+      return c;
+    }
     if (st.phase == step_phase::backward) {
       const std::int64_t copies = backward_code_copies(st.node);
-      return {copies * fwd.compute, copies * fwd.exchange, copies * fwd.sync, 0, 0};
+      return {copies * fwd.compute + 2 * dropout, copies * fwd.exchange, copies * fwd.sync, 0, 0};
     }
     step_cycles c;
     const training_node& t = node_of(st.node);
@@ -430,6 +473,15 @@ constexpr std::size_t training_steps(const std::array<node, N>& table, recompute
   return s;
 }
 
+/// The inputs of `table`'s nodes that have a dropout.
+template <std::size_t N>
+constexpr std::size_t dropped_inputs(const std::array<node, N>& table) noexcept {
+  std::size_t count = 0;
+  for (const node& n : table)
+    for (int k = 0; k < n.input_count; ++k) count += n.dropout[static_cast<std::size_t>(k)].active() ? 1 : 0;
+  return count;
+}
+
 /// The tiles `[first, end)` a mapping's units are on.
 constexpr std::pair<int, int> tiles_of(const linear_mapping& u) noexcept {
   return {u.first_tile, u.first_tile + static_cast<int>(u.parts)};
@@ -437,7 +489,7 @@ constexpr std::pair<int, int> tiles_of(const linear_mapping& u) noexcept {
 
 /// The training plan's memory of IPU 0: always-live bytes per tile, the dynamic buffers and
 /// their offsets (`pack`), the peak, as `plan_ipu` finds them for inference.
-template <std::size_t N, std::size_t S, int Ipus, int Tiles>
+template <std::size_t N, std::size_t S, int Ipus, int Tiles, std::size_t Dropped>
 consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
   constexpr std::size_t T = static_cast<std::size_t>(Tiles);
   const plan<N, Ipus>& inf = *p.inference;
@@ -467,7 +519,9 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
 
   // The dynamic buffers, in order of their first step (as `pack` wants them). Each is as large
   // as on its fullest tile; a step's scratch holds its temporaries, then its exchange buffers.
-  constexpr std::size_t M = 10 * N;  // an output, it recomputed, its gradient, four tensors' gradients, three steps' scratch
+  // An output, it recomputed, its gradient, four tensors' gradients, three steps' scratch; four
+  // buffers per dropped-out input.
+  constexpr std::size_t M = 10 * N + 4 * Dropped;
   std::array<training_buffer, M> made{};
   std::array<buffer_request, M> made_requests{};
   int count = 0;
@@ -504,7 +558,12 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
     training_node& t = p.nodes[static_cast<std::size_t>(b.node)];
     const std::int64_t at = offset[static_cast<std::size_t>(k)];
     const node_plan& np = inf.plan_of(b.node);
-    if (b.category == training_category::activations) {
+    if (b.input >= 0) {
+      const std::size_t k = static_cast<std::size_t>(b.input);
+      if (b.category == training_category::activations) t.dropped_offset[k] = at;
+      else if (b.category == training_category::gradients) t.dropped_grad_offset[k] = at;
+      else (b.first == t.backward ? t.dropped_backward_offset : t.dropped_recomputed_offset)[k] = at;
+    } else if (b.category == training_category::activations) {
       t.output_offset = at;
     } else if (b.category == training_category::recomputed) {
       t.recomputed_offset = at;
@@ -600,7 +659,7 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
 }
 
 /// The training plan of `inf`'s graph with `topts`: its steps, tensors, lifetimes and memory.
-template <std::size_t N, std::size_t S, int Ipus, int Tiles>
+template <std::size_t N, std::size_t S, int Ipus, int Tiles, std::size_t Dropped>
 consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf, const train_options& topts) {
   training_plan<N, S, Ipus> p;
   p.inference = &inf;
@@ -658,7 +717,7 @@ consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
       }
     if (t.backward >= 0) t.grad_first = p.node_of(last_reader >= 0 ? last_reader : j).backward;
   }
-  plan_training_memory<N, S, Ipus, Tiles>(p);
+  plan_training_memory<N, S, Ipus, Tiles, Dropped>(p);
   for (const training_memory& m : p.ipus) p.fits = p.fits && m.fits;
   return p;
 }
@@ -669,7 +728,8 @@ struct plan_info<training<G, O>, Target, Opts> {
   static constexpr std::size_t size = inference_t::size;
   static constexpr std::size_t steps = training_steps(graph_info<typename training<G, O>::graph_type>::nodes, O.recompute);
   static constexpr training_plan<size, steps, Target::ipus> value =
-      make_training_plan<size, steps, Target::ipus, Target::chip.tiles>(inference_t::base, O);
+      make_training_plan<size, steps, Target::ipus, Target::chip.tiles, dropped_inputs(graph_info<typename training<G, O>::graph_type>::nodes)>(
+          inference_t::base, O);
   /// The diagnostic of the plan's error, if it has one (a compile error; see `plan_info`).
   using checked = decltype(report_plan_error<value.error, value.error.node >= 0 ? value.at(value.error.node).path : path_string{}>());
 };

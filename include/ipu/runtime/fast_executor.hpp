@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <any>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -46,8 +47,12 @@ class fast_context : public step_context<T, Acc> {
   T* host(int k) const { return e_.host_of(k).data(); }
   /// The step's output.
   T* output() const { return host(index); }
-  /// The output of the step's input `k` (0: the main input).
-  const T* input(int k = 0) const { return host(n.inputs[static_cast<std::size_t>(k)]); }
+  /// The step's input `k` (0: the main input): the output of the node it reads, or what
+  /// `fast_executor::read_input` set.
+  const T* input(int k = 0) const {
+    if (const T* v = e_.input_from(index, k)) return v;
+    return host(n.inputs[static_cast<std::size_t>(k)]);
+  }
   /// The batch the input step reads, as the input stream carries it (`ops::input`).
   const void* batch() const noexcept { return e_.input_; }
   /// What the op's kernel `prepare`d for node `k` (default: this step's node), as `P`.
@@ -113,6 +118,14 @@ class fast_executor {
     parallel_items(items, work);
   }
 
+  /// Makes step `j` read its input `k` from `values` (logical order, the input's elements)
+  /// instead of the output of the node it names, as a training pass reads a dropped-out input;
+  /// null reads the node's output again.
+  void read_input(int j, int k, const T* values) {
+    if (inputs_from_.empty()) inputs_from_.resize(static_cast<std::size_t>(prog_.size()));
+    inputs_from_[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)] = values;
+  }
+
   /// Runs step `j` over whole host tensors: its op's `fast` kernel, unless a convolution's
   /// epilogue computes it.
   void step(int j) {
@@ -139,6 +152,11 @@ class fast_executor {
 
  private:
   friend class fast_context<T, Acc>;
+
+  /// What step `j` reads as its input `k` in place of a node's output (`read_input`); null for none.
+  const T* input_from(int j, int k) const noexcept {
+    return inputs_from_.empty() ? nullptr : inputs_from_[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)];
+  }
 
   /// Whether node `j`'s step runs here.
   bool runs(int j) const noexcept { return !host_steps_only_ || prog_.at(j).on_host(); }
@@ -222,6 +240,7 @@ class fast_executor {
   std::vector<std::any> params_;  // per node: what its kernel prepared
   std::vector<int> slot_;  // per node: the host buffer its output is written to
   std::vector<std::vector<T>> host_;
+  std::vector<std::array<const T*, max_inputs>> inputs_from_;  // per node, once `read_input` is called
 };
 
 }  // namespace ipu::runtime

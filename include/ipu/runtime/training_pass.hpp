@@ -12,6 +12,14 @@
 /// loss's gradient before the first), so values beyond f16's range become infinite and those
 /// below its smallest subnormal zero, which loss scaling is there to prevent.
 ///
+/// A node's input with a dropout (`input_dropout`, from `nn::dropout`) is read dropped out:
+/// before the node's forward step the pass draws the mask (`ipu/train/dropout.hpp`) and writes
+/// the kept values, times `1 / (1 - rate)` and rounded to the element type, to a buffer of the
+/// edge, which the step reads in place of the input. Before the node's backward step it draws
+/// the same mask again, as the IPU does instead of storing it, and the backward writes the
+/// gradient of the dropped input to a buffer of the edge, stored in the element type; the
+/// input's gradient then receives it through the mask, times the same factor.
+///
 /// Each op's training kernels cut their work into items that do not depend on the number of
 /// threads, and each item sums in a fixed order, so a pass gives the same bits on any number of
 /// threads.
@@ -25,10 +33,12 @@
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 #include <ipu/runtime/weights.hpp>
+#include <ipu/train/dropout.hpp>
 #include <ipu/train/precision.hpp>
 
 #include <algorithm>
 #include <any>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -60,15 +70,23 @@ class training_context : public step_context<T, float> {
   const node& node_at(int k) const noexcept { return e_.prog_.at(k); }
   /// The forward output of node `k`.
   T* value(int k) const { return e_.forward_.tensor(k); }
-  /// The forward output of the node's input `k` (0: the main input).
-  const T* input(int k = 0) const { return value(n.inputs[static_cast<std::size_t>(k)]); }
+  /// The node's input `k` (0: the main input) as its forward step read it: the forward output
+  /// of the node it names, dropped out where the input has a dropout.
+  const T* input(int k = 0) const {
+    if (const auto* d = e_.dropped(index, k)) return d->values.data();
+    return value(n.inputs[static_cast<std::size_t>(k)]);
+  }
   /// The node's forward output.
   T* output() const { return value(index); }
   /// The gradient of the loss with respect to the node's output.
   const float* grad_output() const { return e_.grad_of(index); }
-  /// The gradient of the loss with respect to input `k`, to add to; null where none is wanted
-  /// (the graph's input).
-  float* grad_input(int k = 0) const { return e_.grad_of(n.inputs[static_cast<std::size_t>(k)]); }
+  /// The gradient of the loss with respect to input `k` (as `input(k)` gives it), to add to;
+  /// null where none is wanted (the graph's input).
+  float* grad_input(int k = 0) const {
+    float* g = e_.grad_of(n.inputs[static_cast<std::size_t>(k)]);
+    if (auto* d = e_.dropped(index, k); d != nullptr && g != nullptr) return d->grad.data();
+    return g;
+  }
   /// The values of the layer's weight tensor `name` as the forward pass used them (rounded to
   /// `T`).
   std::span<const float> weight(std::string_view name) const { return e_.compute_weight(index, name); }
@@ -138,6 +156,7 @@ class training_pass {
                               std::string(name_of(prog_.at(j).kind)) + ") has no backward pass");
     layer_of_.assign(static_cast<std::size_t>(prog_.size()), -1);
     for (std::size_t l = 0; l < layers.size(); ++l) layer_of_[static_cast<std::size_t>(layers[l].node_index())] = static_cast<int>(l);
+    prepare_dropouts();
     saved_.resize(static_cast<std::size_t>(prog_.size()));
     compute_.resize(static_cast<std::size_t>(prog_.size()));
     grads_.resize(static_cast<std::size_t>(prog_.size()));
@@ -152,8 +171,12 @@ class training_pass {
 
   /// The forward pass over `input` (as the input stream carries it) with weights `masters`
   /// (their running statistics updated in place) and their gradients to be `grads`: rounds
-  /// the weights to `T`, prepares each layer's device tensors, and runs every step.
-  void forward(const void* input, std::span<layer_weights> masters, std::span<layer_weights> grads) {
+  /// the weights to `T`, prepares each layer's device tensors, and runs every step. The
+  /// dropouts draw their masks for `seed` and `step` (`dropout_stream`), in this pass and in
+  /// the backward pass that follows it.
+  void forward(const void* input, std::span<layer_weights> masters, std::span<layer_weights> grads, std::uint64_t seed = 0,
+               std::int64_t step = 0) {
+    seed_ = seed, step_ = step;
     masters_ = masters;
     weight_grads_ = grads;
     for (const layer_weights& layer : masters) {
@@ -166,6 +189,7 @@ class training_pass {
     forward_.begin(input);
     for (const plan_step& s : prog_.steps) {
       const auto start = std::chrono::steady_clock::now();
+      draw_dropouts(s.node);
       if (const auto f = training_[static_cast<std::size_t>(s.node)].forward_training) {
         f(training_context<T>{*this, s.node});
       } else {
@@ -193,7 +217,12 @@ class training_pass {
     for (int j = from; j >= 1; --j) {
       if (grads_[static_cast<std::size_t>(j)].empty()) continue;
       const auto start = std::chrono::steady_clock::now();
+      draw_dropouts(j);
+      for (const int d : dropped_of_[static_cast<std::size_t>(j)])
+        if (d >= 0) std::fill(dropped_[static_cast<std::size_t>(d)].grad.begin(), dropped_[static_cast<std::size_t>(d)].grad.end(), 0.0f);
       training_[static_cast<std::size_t>(j)].backward(training_context<T>{*this, j});
+      for (const int d : dropped_of_[static_cast<std::size_t>(j)])
+        if (d >= 0) back_through_dropout(dropped_[static_cast<std::size_t>(d)]);
       for (const int k : prog_.at(j).sources()) store(grads_[static_cast<std::size_t>(k)]);
       if (const int l = layer_of_[static_cast<std::size_t>(j)]; l >= 0)
         for (const weight_tensor& t : weight_grads_[static_cast<std::size_t>(l)].tensors())
@@ -218,6 +247,76 @@ class training_pass {
   /// node's backward, its inputs' gradients (sums so far) and its weights' gradients.
   static void store(std::span<float> g) noexcept {
     if constexpr (std::is_same_v<T, f16>) round_to_half(g, rounding::nearest);
+  }
+
+  /// An input read dropped out (`input_dropout`): its values as the reader reads them, and the
+  /// gradient the reader's backward gives them.
+  struct dropped_input {
+    int producer = 0;          // the node whose output is dropped out
+    input_dropout dropout{};   // the rate and the site
+    std::vector<T> values;     // the dropped-out values
+    std::vector<float> grad;   // their gradient, during the reader's backward step
+  };
+
+  /// The dropped input `k` of node `j`; null if the input has no dropout.
+  dropped_input* dropped(int j, int k) noexcept {
+    const int d = dropped_of_[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)];
+    return d < 0 ? nullptr : &dropped_[static_cast<std::size_t>(d)];
+  }
+
+  /// A buffer per input with a dropout, which the forward steps read in place of the input.
+  void prepare_dropouts() {
+    dropped_of_.assign(static_cast<std::size_t>(prog_.size()), {-1, -1, -1, -1});
+    for (int j = 1; j < prog_.size(); ++j) {
+      const node& n = prog_.at(j);
+      for (int k = 0; k < n.input_count; ++k) {
+        const input_dropout& d = n.dropout[static_cast<std::size_t>(k)];
+        if (!d.active()) continue;
+        const std::size_t size = static_cast<std::size_t>(prog_.at(n.inputs[static_cast<std::size_t>(k)]).out.elements());
+        dropped_of_[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)] = static_cast<int>(dropped_.size());
+        dropped_.push_back({n.inputs[static_cast<std::size_t>(k)], d, std::vector<T>(size), std::vector<float>(size)});
+      }
+    }
+    for (int j = 1; j < prog_.size(); ++j)
+      for (int k = 0; k < max_inputs; ++k)
+        if (const int d = dropped_of_[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)]; d >= 0)
+          forward_.read_input(j, k, dropped_[static_cast<std::size_t>(d)].values.data());
+  }
+
+  /// Draws the masks of node `j`'s dropped inputs and writes their dropped-out values.
+  void draw_dropouts(int j) {
+    for (const int index : dropped_of_[static_cast<std::size_t>(j)]) {
+      if (index < 0) continue;
+      dropped_input& d = dropped_[static_cast<std::size_t>(index)];
+      const T* x = value(d.producer);
+      const std::uint64_t stream = dropout_stream(seed_, step_, d.dropout.site);
+      const float scale = dropout_scale(d.dropout.rate);
+      parallel_chunks(static_cast<std::int64_t>(d.values.size()), [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i)
+          d.values[static_cast<std::size_t>(i)] = dropout_keeps(stream, i, d.dropout.rate) ? static_cast<T>(kernels::widen(x[i]) * scale) : T{};
+      });
+    }
+  }
+
+  /// Stores the gradient of dropped input `d` and adds it, through the mask and times the
+  /// factor, to the gradient of the input.
+  void back_through_dropout(dropped_input& d) {
+    float* g = grad_of(d.producer);
+    if (g == nullptr) return;
+    store(d.grad);
+    const std::uint64_t stream = dropout_stream(seed_, step_, d.dropout.site);
+    const float scale = dropout_scale(d.dropout.rate);
+    parallel_chunks(static_cast<std::int64_t>(d.grad.size()), [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i)
+        if (dropout_keeps(stream, i, d.dropout.rate)) g[i] += d.grad[static_cast<std::size_t>(i)] * scale;
+    });
+  }
+
+  /// Runs `work(begin, end)` over `[0, count)` in chunks of `ops::training_chunk` spread over the threads.
+  template <class F>
+  void parallel_chunks(std::int64_t count, F&& work) {
+    const std::int64_t chunk = ops::training_chunk;
+    forward_.parallel((count + chunk - 1) / chunk, [&](std::int64_t c) { work(c * chunk, std::min(count, (c + 1) * chunk)); });
   }
 
   static program unfused(program p) {
@@ -252,6 +351,10 @@ class training_pass {
   std::vector<std::vector<float>> grads_;            // per node: the gradient of its output
   std::span<layer_weights> masters_, weight_grads_;
   std::vector<double> forward_seconds_, backward_seconds_;  // per node, summed over the passes
+  std::vector<dropped_input> dropped_;                // per input with a dropout
+  std::vector<std::array<int, max_inputs>> dropped_of_;  // per node and input: its index in `dropped_`, or -1
+  std::uint64_t seed_ = 0;  // the dropouts' seed and step in this pass
+  std::int64_t step_ = 0;
 };
 
 }  // namespace ipu::runtime

@@ -18,7 +18,9 @@
 /// rounds back to f16 with the optimiser's state, stochastically by default
 /// (`train_options::rounding`, seeded by `trainer_config::seed`). Batch norm normalises with
 /// the batch's statistics and updates its running `mean` and `variance`, which an
-/// `ipu::engine` made from `weights()` then uses.
+/// `ipu::engine` made from `weights()` then uses. The layers after an `nn::dropout` read its
+/// input dropped out, with masks drawn for the seed and the number of steps taken or skipped
+/// (`ipu/train/dropout.hpp`): a `backward` without an update draws the same masks again.
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/detail/lower.hpp>
@@ -54,7 +56,7 @@ namespace ipu {
 /// How a trainer runs.
 struct trainer_config {
   unsigned threads = 0;    ///< host threads; 0: one per hardware thread
-  std::uint64_t seed = 0;  ///< the seed of stochastic rounding ("16.16")
+  std::uint64_t seed = 0;  ///< the seed of stochastic rounding ("16.16") and of dropout
 };
 
 /// Trains graph `G`, planned for target `Tgt` with options `PlanOpts`, as `Opts` configures
@@ -271,10 +273,11 @@ class trainer {
  private:
   static constexpr const auto& table() noexcept { return node_table_v<G>; }
 
-  /// Whether the loss reads the input of a final softmax as its logits.
+  /// Whether the loss reads the input of a final softmax as its logits (not dropped out).
   static constexpr bool fused_softmax() noexcept {
     const node& last = table()[node_count_v<G> - 1];
-    return last.kind == op_of<ops::softmax> && last.input() == static_cast<int>(node_count_v<G>) - 2;
+    return last.kind == op_of<ops::softmax> && last.input() == static_cast<int>(node_count_v<G>) - 2 &&
+           !last.dropout[0].active();
   }
 
   /// Sets every gradient to zero.
@@ -308,7 +311,7 @@ class trainer {
     ++passes_;
     clear_gradients();
     pass_->forward(input.data(), std::span<layer_weights>(weights_.begin(), weights_.end()),
-                   std::span<layer_weights>(grads_.begin(), grads_.end()));
+                   std::span<layer_weights>(grads_.begin(), grads_.end()), seed_, steps_ + skipped_);
   }
 
   ipu::weights<G> weights_;

@@ -86,13 +86,37 @@ struct name_scope {
   }
 };
 
+/// What the next layer reads: a node's output, and the dropout on it in training.
+struct read_value {
+  int node = 0;
+  input_dropout dropout{};
+};
+
 template <std::size_t N>
 struct builder {
   std::array<node, N> nodes{};
   int size = 0;
   int current = 0;  // node producing the value the next layer consumes
+  input_dropout dropped{};  // the dropout on that value, which its next reader takes
+  int dropouts = 0;  // dropouts numbered so far
   int ipu = 0;
   graph_error error{};
+
+  /// The value the next layer reads.
+  constexpr read_value read() const noexcept { return {current, dropped}; }
+  /// Makes `v` the value the next layer reads (a branch's start).
+  constexpr void resume(read_value v) noexcept { current = v.node, dropped = v.dropout; }
+
+  /// `nn::dropout` at `rate`: the next reader reads the current value dropped out. A dropout
+  /// of a dropped value is one dropout keeping the product of the two keep rates.
+  constexpr void drop(double rate) noexcept {
+    if (rate == 0) return;
+    if (dropped.active()) {
+      dropped.rate = 1 - (1 - dropped.rate) * (1 - rate);
+    } else {
+      dropped = {rate, dropouts++};
+    }
+  }
 
   constexpr void fail(graph_error e) {
     if (error.kind == graph_error_kind::none) error = e;
@@ -102,6 +126,7 @@ struct builder {
     if (n.path.overflow) fail({graph_error_kind::path_too_long, n.path, {}, {}, path_string::capacity, 0});
     nodes[static_cast<std::size_t>(size)] = n;
     current = size;
+    dropped = {};
     return size++;
   }
 
@@ -149,6 +174,7 @@ struct builder {
     n.layer = p;
     n.path = name(o, scope);
     n.inputs[0] = current;
+    n.dropout[0] = dropped;
     n.input_count = 1;
     n.in = src.out;
     n.type = src.type;
@@ -157,15 +183,16 @@ struct builder {
   }
 
   /// Appends a join of kind `kind` reading `sources`, at `path`.
-  constexpr void push_join(op kind, std::span<const int> sources, const path_string& path) {
-    const node& a = nodes[static_cast<std::size_t>(sources[0])];
+  constexpr void push_join(op kind, std::span<const read_value> sources, const path_string& path) {
+    const node& a = nodes[static_cast<std::size_t>(sources[0].node)];
     node n;
     n.kind = kind;
     n.path = path;
     std::array<shape, max_inputs> shapes{};
     for (std::size_t k = 0; k < sources.size(); ++k) {
-      n.inputs[k] = sources[k];
-      shapes[k] = nodes[static_cast<std::size_t>(sources[k])].out;
+      n.inputs[k] = sources[k].node;
+      n.dropout[k] = sources[k].dropout;
+      shapes[k] = nodes[static_cast<std::size_t>(sources[k].node)].out;
     }
     n.input_count = static_cast<int>(sources.size());
     n.in = a.out;
@@ -176,10 +203,10 @@ struct builder {
   }
 
   /// The add closing a residual block: body and shortcut.
-  constexpr void push_add(int main, int shortcut, const name_scope& scope) {
+  constexpr void push_add(read_value main, read_value shortcut, const name_scope& scope) {
     path_string path = scope.prefix;
     path.append(ops::add::name);
-    const std::array<int, 2> sources{main, shortcut};
+    const std::array<read_value, 2> sources{main, shortcut};
     const graph_error before = error;
     push_join(op_of<ops::add>, sources, path);
     if (before.kind == graph_error_kind::none && error.kind == graph_error_kind::join_shapes_differ)
@@ -208,15 +235,15 @@ struct emit<nn::residual_t<Body, Shortcut>> {
   template <class B>
   static constexpr void apply(B& b, name_scope& s) {
     name_scope inner = s.child("block", ++s.blocks);
-    const int x = b.current;
+    const read_value x = b.read();
     emit<Body>::apply(b, inner);
-    const int main = b.current;
-    int shortcut = x;
+    const read_value main = b.read();
+    read_value shortcut = x;
     if constexpr (!std::is_same_v<Shortcut, nn::identity_t>) {
-      b.current = x;
+      b.resume(x);
       name_scope projection = inner.child("shortcut");
       emit<Shortcut>::apply(b, projection);
-      shortcut = b.current;
+      shortcut = b.read();
     }
     b.push_add(main, shortcut, inner);
   }
@@ -227,9 +254,11 @@ struct emit<nn::identity_t> {  // a join's branch that passes its input through
   static constexpr void apply(B&, name_scope&) {}
 };
 template <nn::scalar R>
-struct emit<nn::dropout_t<R>> {  // the identity at inference
+struct emit<nn::dropout_t<R>> {  // the identity at inference; its reader's input dropout in training
   template <class B>
-  static constexpr void apply(B&, name_scope&) {}
+  static constexpr void apply(B& b, name_scope&) {
+    b.drop(R.value());
+  }
 };
 template <>
 struct emit<nn::checkpoint_t> {  // marks the node before it
@@ -244,10 +273,10 @@ struct emit<nn::join_t<Join, Branches...>> {
   static constexpr void apply(B& b, name_scope& s) {
     const path_string path = b.name(op_of<Join>, s);  // named like a layer: `concat1`, its branches `concat1.branch1...`
     name_scope inner = s.child(path.view().substr(s.prefix.view().size()));
-    const int x = b.current;
-    std::array<int, sizeof...(Branches)> outputs{};
+    const read_value x = b.read();
+    std::array<read_value, sizeof...(Branches)> outputs{};
     int k = 0;
-    (void)std::initializer_list<int>{0, (b.current = x, apply_branch<Branches>(b, inner, k), outputs[static_cast<std::size_t>(k++)] = b.current, 0)...};
+    (void)std::initializer_list<int>{0, (b.resume(x), apply_branch<Branches>(b, inner, k), outputs[static_cast<std::size_t>(k++)] = b.read(), 0)...};
     b.push_join(op_of<Join>, outputs, path);
   }
   template <class Branch, class B>
@@ -388,6 +417,7 @@ struct lowering<graph<input_spec<DType, N, H, W, C, Stream>, Bs...>> {
     b.push_input(dtype_of_v<DType>, nhwc(N, H, W, C), Stream);
     name_scope root;
     emit<nn::seq_t<Bs...>>::apply(b, root);
+    if (b.dropped.active()) b.fail({graph_error_kind::dropout_at_output, b.nodes[size - 1].path, {}, {}, 0, 0});
     check_unique_paths(b);
     return {b.nodes, b.error};
   }

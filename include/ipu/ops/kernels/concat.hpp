@@ -9,6 +9,7 @@
 #include <ipu/ops/kernels/kernel.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 namespace ipu::ops {
@@ -18,15 +19,20 @@ struct concat::kernel : kernel_base {
   /// Each position's channels, input by input.
   template <class Ctx>
   static void fast(const Ctx& c) {
+    using T = typename Ctx::value_type;
     const std::int64_t channels = c.n.out.channels();
-    auto* y = c.output();
+    std::array<const T*, max_inputs> inputs{};
+    std::array<std::int64_t, max_inputs> input_channels{};
+    for (int k = 0; k < c.n.input_count; ++k) {
+      inputs[static_cast<std::size_t>(k)] = c.input(k);
+      input_channels[static_cast<std::size_t>(k)] = c.node_at(c.n.inputs[static_cast<std::size_t>(k)]).out.channels();
+    }
+    T* y = c.output();
     c.parallel_ranges(c.n.out.elements() / channels, [&](std::int64_t p0, std::int64_t p1) {
       for (std::int64_t pos = p0; pos < p1; ++pos) {
-        auto* to = y + pos * channels;
-        for (int src : c.n.sources()) {
-          const std::int64_t ch = c.node_at(src).out.channels();
-          to = std::copy_n(c.host(src) + pos * ch, ch, to);
-        }
+        T* to = y + pos * channels;
+        for (std::size_t k = 0; k < static_cast<std::size_t>(c.n.input_count); ++k)
+          to = std::copy_n(inputs[k] + pos * input_channels[k], input_channels[k], to);
       }
     });
   }

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace nn = ipu::nn;
@@ -226,4 +227,33 @@ TEST_CASE("16.16: rounding to the nearest loses updates under half an f16 step; 
 
   CHECK(s_train<ipu::rounding::stochastic>(1, 1) == stochastic);  // the same bits on 1 and 2 threads
   CHECK(s_train<ipu::rounding::stochastic>(2, 2) != stochastic);  // another seed, other draws
+}
+
+TEST_CASE("in an f16 graph a batch norm's running statistics are f16 values, each update rounded to a neighbour") {
+  using G = decltype(ipu::input<ipu::f16, 4, 2, 2, 2> | nn::batch_norm | nn::flatten | nn::dense<1>);
+  const auto w = ipu::weights<G>::random(3);
+  std::vector<ipu::f16> x;
+  std::vector<double> sum(2), squares(2);
+  for (int e = 0; e < 4 * 2 * 2 * 2; ++e) {
+    const double v = ((e * 7) % 11) * 0.25 - 1;  // exact in f16
+    x.emplace_back(static_cast<float>(v));
+    sum[static_cast<std::size_t>(e % 2)] += v;
+    squares[static_cast<std::size_t>(e % 2)] += v * v;
+  }
+  constexpr ipu::train_options mse{.optimizer = ipu::sgd{.learning_rate = 0.01}, .loss = ipu::loss::mean_squared_error};
+  ipu::trainer<G, small_target<16>, mse> trainer{w, {1, 11}};
+  trainer.backward(x, std::vector<float>{0, 0, 0, 0});
+  const ipu::layer_weights& before = w["batch_norm1"];
+  const ipu::layer_weights& after = trainer.weights()["batch_norm1"];
+  const double m = 16;  // values per channel
+  for (std::size_t c = 0; c < 2; ++c) {
+    const double mean = sum[c] / m, variance = (squares[c] - m * mean * mean) / (m - 1);  // unbiased
+    const double expected_mean = 0.997 * before["mean"][c] + 0.003 * mean;
+    const double expected_variance = 0.997 * before["variance"][c] + 0.003 * variance;
+    for (const auto& [got, expected] : {std::pair{after["mean"][c], expected_mean}, std::pair{after["variance"][c], expected_variance}}) {
+      INFO("channel " << c << ": " << got << " against " << expected);
+      CHECK(static_cast<float>(ipu::half(got)) == got);                        // an f16 value
+      CHECK(std::fabs(got - expected) <= std::ldexp(std::fabs(expected), -10));  // one of its f16 neighbours
+    }
+  }
 }

@@ -18,9 +18,11 @@
 /// rounds back to f16 with the optimiser's state, stochastically by default
 /// (`train_options::rounding`, seeded by `trainer_config::seed`). Batch norm normalises with
 /// the batch's statistics and updates its running `mean` and `variance`, which an
-/// `ipu::engine` made from `weights()` then uses. The layers after an `nn::dropout` read its
-/// input dropped out, with masks drawn for the seed and the number of steps taken or skipped
-/// (`ipu/train/dropout.hpp`): a `backward` without an update draws the same masks again.
+/// `ipu::engine` made from `weights()` then uses; in an f16 graph they are f16 values, as the
+/// training plan holds them, each update rounded as `train_options::rounding` says. The layers
+/// after an `nn::dropout` read its input dropped out, with masks drawn for the seed and the
+/// number of steps taken or skipped (`ipu/train/dropout.hpp`): a `backward` without an update
+/// draws the same masks again.
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/detail/lower.hpp>
@@ -221,7 +223,7 @@ class trainer {
         if (!t.trainable) continue;
         apply_update(o, weights_[l][t.name], grads_[l][t.name], s0, s1);
         if constexpr (f16_weights) {
-          const std::uint64_t stream = detail::mix64(detail::mix64(seed_ ^ detail::mix64(static_cast<std::uint64_t>(steps_))) ^ tensor * 4);
+          const std::uint64_t stream = rounding_stream(tensor);
           round_to_half(weights_[l][t.name], Opts.rounding, stream);
           round_to_half(s0, Opts.rounding, stream + 1);
           round_to_half(s1, Opts.rounding, stream + 2);
@@ -306,12 +308,27 @@ class trainer {
         }
   }
 
-  /// Clears the gradients and runs the forward pass.
+  /// Clears the gradients and runs the forward pass; in an f16 graph, rounds the running
+  /// statistics it updated to f16.
   void forward(std::span<const stream_type> input) {
     ++passes_;
     clear_gradients();
     pass_->forward(input.data(), std::span<layer_weights>(weights_.begin(), weights_.end()),
                    std::span<layer_weights>(grads_.begin(), grads_.end()), seed_, steps_ + skipped_);
+    if constexpr (std::is_same_v<element_type, f16>) {
+      std::uint64_t tensor = 0;  // numbered as `update` numbers them; slot 3 of each is this rounding's
+      for (layer_weights& layer : weights_)
+        for (const weight_tensor& t : layer.tensors())
+          if (++tensor; !t.trainable)
+            round_to_half(layer[t.name], Opts.rounding, rounding_stream(tensor) + 3);
+    }
+  }
+
+  /// The stream of stochastic rounding of tensor `tensor` (numbered from 1 in the weights'
+  /// order) at this step: its slots 0 to 2 round the weights and the optimiser's state after an
+  /// update, its slot 3 the running statistics after a forward pass.
+  std::uint64_t rounding_stream(std::uint64_t tensor) const noexcept {
+    return detail::mix64(detail::mix64(seed_ ^ detail::mix64(static_cast<std::uint64_t>(steps_))) ^ tensor * 4);
   }
 
   ipu::weights<G> weights_;

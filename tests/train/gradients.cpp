@@ -52,8 +52,9 @@ void check_gradients(double tolerance, std::uint64_t seed = 1) {
 }
 
 template <class T>
-constexpr auto conv_net = ipu::input<T, 2, 7, 7, 4>
+constexpr auto conv_net = ipu::input<T, 2, 13, 13, 4>
     | nn::conv<8, 3>.with_bias()                                   // SAME, stride 1
+    | nn::conv<8, 1, 2>                                            // 1x1, stride 2
     | nn::conv<8, 3, 2>                                            // SAME, stride 2
     | nn::conv<8, 3, 1, 4>                                         // grouped
     | nn::conv<8, 3, 1, 8>                                         // depthwise
@@ -92,7 +93,7 @@ constexpr auto regression_net = ipu::input<ipu::f32, 3, 4, 4, 2>
 
 }  // namespace
 
-TEST_CASE("convolutions' gradients: strided, grouped, depthwise, dilated, padded, with bias; flatten and dense") {
+TEST_CASE("convolutions' gradients: 1x1 and 3x3 strided, grouped, depthwise, dilated, padded, with bias; flatten and dense") {
   check_gradients<decltype(conv_net<ipu::f32>)>(5e-4);
 }
 

@@ -76,7 +76,9 @@ struct elementwise_join::kernel : kernel_base {
         }
       };
       const std::int64_t per_first = n.out.elements() / n.out.dim[0];
-      if (from == n.out) {
+      if (from == n.out && !product) {
+        parallel_chunks(c, n.out.elements(), [&](std::int64_t e0, std::int64_t e1) { kernels::add_scaled(dx + e0, 1.0f, dy + e0, e1 - e0); });
+      } else if (from == n.out) {
         parallel_chunks(c, n.out.elements(), add_range);
       } else if (from.dim[0] == n.out.dim[0]) {
         c.parallel(n.out.dim[0], [&](std::int64_t i) { add_range(i * per_first, (i + 1) * per_first); });

@@ -14,9 +14,17 @@
 ///   kernel taps and input channels (`step_model::taps`, `in_parts`) receives each phase's
 ///   weights and window and continues the same partials.
 /// - Training (`backward`): the gradients of the input, the kernel and the bias, each summed
-///   in f32 over the output positions in order, blocks of them in vector registers: the
-///   input's by image and group, the kernel's by tap, group and block of input channels, the
-///   bias's by block of output channels.
+///   in f32 in a fixed order, so the same on any number of threads. The kernel's: of an
+///   ungrouped convolution or a dense layer, per tap and chunk of output positions in order, a
+///   product of matrices run by `kernels::packed_conv` (`kernel_gradient`); of a grouped one,
+///   over the output positions in order by tap, group and block of input channels, blocks of
+///   them in vector registers. The bias's by block of output channels. The input's, at stride
+///   1, is itself a convolution (`input_gradient`):
+///   of the output's gradient, by the kernel flipped along both axes with each group's input
+///   and output channels swapped, run by `kernels::packed_conv` and added to the gradient in
+///   its epilogue; a 1x1 convolution at a larger stride runs that convolution over the output's
+///   positions and adds each result to the pixel the position read; other strides spread each
+///   output position's gradient over the pixels its taps read, by image and group.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/ops/conv.hpp>
@@ -99,15 +107,98 @@ struct matmul_kernel : kernel_base {
     const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
     const std::int64_t taps = g.kernel_h * g.kernel_w, per_image = g.positions_per_image();
     const std::int64_t positions = n.out.elements() / cout;
+    const float* dy = c.grad_output();
+    const std::span<float> dw = c.weight_grad("kernel");
+    if (groups == 1) {
+      kernel_gradient(c, g, dw);
+    } else {
+      grouped_kernel_gradient(c, g, dw);
+    }
+    if (n.layer.bias) {
+      const std::span<float> db = c.weight_grad("bias");
+      constexpr std::int64_t co_block = 64;  // output channels per work item
+      c.parallel(detail::div_up(cout, co_block), [&](std::int64_t b) {
+        const std::int64_t co0 = b * co_block, co1 = std::min(cout, co0 + co_block);
+        std::vector<float> acc(static_cast<std::size_t>(co1 - co0));
+        for (std::int64_t p = 0; p < positions; ++p) kernels::add_scaled(acc.data(), 1.0f, dy + p * cout + co0, co1 - co0);
+        for (std::int64_t co = co0; co < co1; ++co) db[static_cast<std::size_t>(co)] += acc[static_cast<std::size_t>(co - co0)];
+      });
+    }
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    const std::span<const float> w = c.weight("kernel");
+    if (g.stride_h == 1 && g.stride_w == 1) {
+      const kernels::packed_conv<float> q = input_gradient(n, g, w);
+      kernels::epilogue<float> e;
+      e.residual = dx;  // each output read, then written, by the one tile computing it
+      c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, dx, e, item); });
+      return;
+    }
+    if (taps == 1) {
+      const kernels::packed_conv<float> q = input_gradient(n, g, w);
+      std::vector<float> at_positions(static_cast<std::size_t>(positions * cin));
+      c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, at_positions.data(), {}, item); });
+      c.parallel(positions / per_image, [&](std::int64_t image) {
+        for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p)
+          if (const std::int64_t pixel = g.tap_pixel(p, 0, 0); pixel >= 0)
+            kernels::add_scaled(dx + pixel * cin, 1.0f, at_positions.data() + p * cin, cin);
+      });
+      return;
+    }
+    // Other strides: each output position's gradient spread over the pixels its taps read,
+    // through the kernel transposed to `[tap][group][out][in]`, by image and group.
+    using kernels::simd::vec;
+    std::vector<float> wt(w.size());
+    for (std::int64_t tap = 0; tap < taps; ++tap)
+      for (std::int64_t ci = 0; ci < cin_g; ++ci)
+        for (std::int64_t co = 0; co < cout; ++co)
+          wt[static_cast<std::size_t>(((tap * groups + co / cout_g) * cout_g + co % cout_g) * cin_g + ci)] =
+              w[static_cast<std::size_t>((tap * cin_g + ci) * cout + co)];
+    constexpr int ci_vectors = 4;  // input channels in registers: this many vectors
+    c.parallel(positions / per_image * groups, [&](std::int64_t item) {
+      const std::int64_t image = item / groups, grp = item % groups;
+      for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p) {
+        const float* dyp = dy + p * cout + grp * cout_g;
+        for (std::int64_t tap = 0; tap < taps; ++tap) {
+          const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w);
+          if (pixel < 0) continue;
+          const float* wg = wt.data() + (tap * groups + grp) * cout_g * cin_g;
+          float* dxp = dx + pixel * cin + grp * cin_g;
+          for (std::int64_t ci0 = 0; ci0 < cin_g; ci0 += ci_vectors * vec::width) {
+            int lanes[ci_vectors];
+            vec sum[ci_vectors];
+            for (int v = 0; v < ci_vectors; ++v) {
+              lanes[v] = lanes_from(cin_g - ci0 - v * vec::width);
+              sum[v] = lanes[v] > 0 ? kernels::simd::load(dxp + ci0 + v * vec::width, lanes[v]) : kernels::simd::zero();
+            }
+            for (std::int64_t co = 0; co < cout_g; ++co) {
+              const vec d = kernels::simd::splat(dyp[co]);
+              for (int v = 0; v < ci_vectors; ++v)
+                if (lanes[v] > 0)
+                  sum[v] = kernels::simd::madd(d, kernels::simd::load(wg + co * cin_g + ci0 + v * vec::width, lanes[v]), sum[v]);
+            }
+            for (int v = 0; v < ci_vectors; ++v)
+              if (lanes[v] > 0) kernels::simd::store(dxp + ci0 + v * vec::width, sum[v], lanes[v]);
+          }
+        }
+      }
+    });
+  }
+
+  /// Adds the kernel's gradient of a grouped convolution to `dw`: per item, one tap's block of
+  /// `ci_block` input channels of one group by all its output channels, `[ci][co]` in `acc`.
+  /// Positions run in chunks whose gradient rows stay in cache, each chunk through
+  /// `micro_rows` input channels by `micro` output channels at a time, summed in registers;
+  /// every element of `acc` still adds its products position after position, in order.
+  template <class Ctx>
+  static void grouped_kernel_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
+    using kernels::simd::vec;
+    const node& n = c.n;
+    const std::int64_t groups = n.layer.groups;
+    const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
+    const std::int64_t taps = g.kernel_h * g.kernel_w, positions = n.out.elements() / cout;
     const auto* x = c.input();
     const float* dy = c.grad_output();
-    // The kernel's gradient: per item, one tap's block of `ci_block` input channels of one
-    // group by all its output channels, `[ci][co]` in `acc`. Positions run in chunks whose
-    // gradient rows stay in cache, each chunk through `micro_rows` input channels by `micro`
-    // output channels at a time, summed in registers; every element of `acc` still adds its
-    // products position after position, in order.
-    using kernels::simd::vec;
-    const std::span<float> dw = c.weight_grad("kernel");
     constexpr std::int64_t ci_block = 16, chunk = 128, micro_rows = 4, micro_vectors = 2;
     constexpr std::int64_t micro = micro_vectors * vec::width;
     const std::int64_t ci_blocks = detail::div_up(cin_g, ci_block);
@@ -151,56 +242,82 @@ struct matmul_kernel : kernel_base {
           dw[static_cast<std::size_t>((tap * cin_g + ci) * cout + grp * cout_g + co)] +=
               acc[static_cast<std::size_t>((ci - ci0) * cout_g + co)];
     });
-    if (n.layer.bias) {
-      const std::span<float> db = c.weight_grad("bias");
-      constexpr std::int64_t co_block = 64;  // output channels per work item
-      c.parallel(detail::div_up(cout, co_block), [&](std::int64_t b) {
-        const std::int64_t co0 = b * co_block, co1 = std::min(cout, co0 + co_block);
-        std::vector<float> acc(static_cast<std::size_t>(co1 - co0));
-        for (std::int64_t p = 0; p < positions; ++p) kernels::add_scaled(acc.data(), 1.0f, dy + p * cout + co0, co1 - co0);
-        for (std::int64_t co = co0; co < co1; ++co) db[static_cast<std::size_t>(co)] += acc[static_cast<std::size_t>(co - co0)];
+  }
+
+  /// Adds the kernel's gradient of an ungrouped convolution or dense layer to `dw`: for each
+  /// tap, `dw[tap] += X_tap^T dY`, where row `p` of `X_tap` is the input pixel output position
+  /// `p` reads through the tap (zeros outside the image). The positions run in chunks of
+  /// `chunk`, in order; each chunk's product is a 1x1 convolution run by `kernels::packed_conv`,
+  /// of the chunk's `X_tap` transposed (`[cin]` positions of `[chunk]` channels) by its rows of
+  /// the output's gradient as the kernel (`[chunk][cout]`), which sums them from +0 in
+  /// registers and adds the sum to `dw` in its epilogue.
+  template <class Ctx>
+  static void kernel_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
+    const node& n = c.n;
+    const std::int64_t cin = n.in.channels(), cout = n.out.channels();
+    const std::int64_t taps = g.kernel_h * g.kernel_w, positions = n.out.elements() / cout;
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    constexpr std::int64_t chunk = 256;  // positions: a panel of the kernel (256 rows of up to 4 vectors) stays in cache
+    constexpr std::int64_t block = 32;   // positions per item of the transpose: 32 rows stay in cache
+    std::vector<float> xt(static_cast<std::size_t>(taps * cin * std::min(chunk, positions)));  // X_tap transposed, per tap
+    for (std::int64_t p0 = 0; p0 < positions; p0 += chunk) {
+      const std::int64_t k = std::min(chunk, positions - p0);
+      const kernels::packed_conv<float> q(
+          kernels::conv_shape{.batch = 1, .in_height = 1, .in_width = cin, .in_channels = k, .out_channels = cout,
+                              .kernel = 1, .stride = 1, .groups = 1, .pad = explicit_padding(0, 0, 0, 0)},
+          std::span<const float>(dy + p0 * cout, static_cast<std::size_t>(k * cout)));
+      const std::int64_t blocks = detail::div_up(k, block);
+      c.parallel(taps * blocks, [&](std::int64_t item) {
+        const std::int64_t tap = item / blocks, b0 = item % blocks * block, b1 = std::min(k, b0 + block);
+        std::int64_t pixels[block];
+        for (std::int64_t p = b0; p < b1; ++p) pixels[p - b0] = g.tap_pixel(p0 + p, tap / g.kernel_w, tap % g.kernel_w);
+        float* to = xt.data() + tap * cin * k;
+        for (std::int64_t ci = 0; ci < cin; ++ci)
+          for (std::int64_t p = b0; p < b1; ++p)
+            to[ci * k + p] = pixels[p - b0] < 0 ? 0.0f : kernels::widen(x[pixels[p - b0] * cin + ci]);
+      });
+      const std::int64_t items = q.work_items();
+      c.parallel(taps * items, [&](std::int64_t item) {
+        const std::int64_t tap = item / items;
+        float* at = dw.data() + tap * cin * cout;
+        kernels::epilogue<float> e;
+        e.residual = at;  // each element read, then written, by the one tile computing it
+        q.run(xt.data() + tap * cin * k, at, e, item % items);
       });
     }
-    float* dx = c.grad_input();
-    if (dx == nullptr) return;
-    // The input's gradient: each output position's gradient spread over the pixels its taps
-    // read, through the kernel transposed to `[tap][group][out][in]`, by image and group.
-    const std::span<const float> w = c.weight("kernel");
-    std::vector<float> wt(w.size());
-    for (std::int64_t tap = 0; tap < taps; ++tap)
-      for (std::int64_t ci = 0; ci < cin_g; ++ci)
-        for (std::int64_t co = 0; co < cout; ++co)
-          wt[static_cast<std::size_t>(((tap * groups + co / cout_g) * cout_g + co % cout_g) * cin_g + ci)] =
-              w[static_cast<std::size_t>((tap * cin_g + ci) * cout + co)];
-    constexpr int ci_vectors = 4;  // input channels in registers: this many vectors
-    c.parallel(positions / per_image * groups, [&](std::int64_t item) {
-      const std::int64_t image = item / groups, grp = item % groups;
-      for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p) {
-        const float* dyp = dy + p * cout + grp * cout_g;
-        for (std::int64_t tap = 0; tap < taps; ++tap) {
-          const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w);
-          if (pixel < 0) continue;
-          const float* wg = wt.data() + (tap * groups + grp) * cout_g * cin_g;
-          float* dxp = dx + pixel * cin + grp * cin_g;
-          for (std::int64_t ci0 = 0; ci0 < cin_g; ci0 += ci_vectors * vec::width) {
-            int lanes[ci_vectors];
-            vec sum[ci_vectors];
-            for (int v = 0; v < ci_vectors; ++v) {
-              lanes[v] = lanes_from(cin_g - ci0 - v * vec::width);
-              sum[v] = lanes[v] > 0 ? kernels::simd::load(dxp + ci0 + v * vec::width, lanes[v]) : kernels::simd::zero();
-            }
-            for (std::int64_t co = 0; co < cout_g; ++co) {
-              const vec d = kernels::simd::splat(dyp[co]);
-              for (int v = 0; v < ci_vectors; ++v)
-                if (lanes[v] > 0)
-                  sum[v] = kernels::simd::madd(d, kernels::simd::load(wg + co * cin_g + ci0 + v * vec::width, lanes[v]), sum[v]);
-            }
-            for (int v = 0; v < ci_vectors; ++v)
-              if (lanes[v] > 0) kernels::simd::store(dxp + ci0 + v * vec::width, sum[v], lanes[v]);
-          }
-        }
-      }
-    });
+  }
+
+  /// The convolution giving the input's gradient of node `n` (geometry `g`, kernel `w` as the
+  /// forward pass used it) from its output's gradient: over the output's positions, the
+  /// kernel flipped along both axes, each group's input and output channels swapped. At stride
+  /// 1 its padding, `span - 1` less the forward's on each side, gives it the input's shape;
+  /// at a larger stride (1x1 only) it has none, and gives a value per output position.
+  static kernels::packed_conv<float> input_gradient(const node& n, const kernels::window_geometry& g, std::span<const float> w) {
+    const std::int64_t groups = n.kind == op_of<conv> ? n.layer.groups : 1;
+    const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
+    const std::int64_t kh = g.kernel_h, kw = g.kernel_w;
+    std::vector<float> flipped(w.size());  // HWIO: [kh][kw][cout_g][cin]
+    for (std::int64_t r = 0; r < kh; ++r)
+      for (std::int64_t s = 0; s < kw; ++s)
+        for (std::int64_t ci = 0; ci < cin_g; ++ci)
+          for (std::int64_t co = 0; co < cout; ++co)
+            flipped[static_cast<std::size_t>((((kh - 1 - r) * kw + (kw - 1 - s)) * cout_g + co % cout_g) * cin + co / cout_g * cin_g + ci)] =
+                w[static_cast<std::size_t>(((r * kw + s) * cin_g + ci) * cout + co)];
+    const bool unit_stride = g.stride_h == 1 && g.stride_w == 1;
+    const auto before = [&](std::int64_t span, std::int64_t pad) { return static_cast<int>(unit_stride ? span - 1 - pad : 0); };
+    const kernels::conv_shape shape{.batch = n.out.dim[0],
+                                    .in_height = g.out_height,
+                                    .in_width = g.out_width,
+                                    .in_channels = cout,
+                                    .out_channels = cin,
+                                    .kernel = hw{static_cast<int>(kh), static_cast<int>(kw)},
+                                    .stride = 1,
+                                    .groups = groups,
+                                    .pad = explicit_padding(before(g.span_h(), g.pad_top), before(g.span_h(), g.pad_bottom),
+                                                            before(g.span_w(), g.pad_left), before(g.span_w(), g.pad_right)),
+                                    .dilation = hw{static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w)}};
+    return kernels::packed_conv<float>(shape, flipped);
   }
 
   /// The whole step (and, with f32 partials, the steps fused into it).

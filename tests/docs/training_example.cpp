@@ -87,6 +87,23 @@ TEST_CASE("docs/training.md: train, read the gradients, run the trained weights"
   CHECK(y(0, 0) > 0);
 }
 
+TEST_CASE("docs/training.md: faithful mode measures the plan's bytes") {
+  std::vector<float> images(8 * 8 * 8 * 3, 0.5f);
+  std::vector<std::int32_t> labels{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto w = ipu::weights<net_t>::random(2);
+  // [faithful]
+  ipu::trainer<net_t, ipu::mk2, opts> fast{w};
+  ipu::faithful_trainer<net_t, ipu::mk2, opts> faithful{w};
+  const float loss = faithful.step(images, labels);
+  CHECK(loss == fast.step(images, labels));                          // the same bits
+  constexpr auto& plan = ipu::plan_v<training_t, ipu::mk2>;
+  for (int s = 0; s < static_cast<int>(plan.step_count); ++s)
+    CHECK(faithful.measured_usage(/*tile*/ 0, s) == plan.usage(0, s));  // the plan's bytes, by category
+  CHECK(faithful.measured_extent(0) == plan.extent_on(0));             // its highest byte
+  // [faithful]
+  CHECK(loss > 0);
+}
+
 TEST_CASE("docs/training.md: the summary of a training configuration") {
   std::ostringstream out;
   {

@@ -139,4 +139,17 @@ double gradient_error(const ipu::weights<G>& w, const ipu::weights<G>& grads, co
   return worst;
 }
 
+/// The first tensor of `a` whose bits differ from `b`'s, as `layer.tensor`; empty when every
+/// tensor holds the same bits.
+template <class G>
+std::string first_difference(const ipu::weights<G>& a, const ipu::weights<G>& b) {
+  for (std::size_t l = 0; l < a.size(); ++l)
+    for (const ipu::weight_tensor& t : a[l].tensors()) {
+      const auto other = b[l][t.name];
+      if (!std::equal(t.values.begin(), t.values.end(), other.begin(), other.end()))
+        return std::string(a[l].path()) + "." + std::string(t.name);
+    }
+  return {};
+}
+
 }  // namespace ipu_test

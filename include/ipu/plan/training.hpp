@@ -303,6 +303,48 @@ struct training_plan {
         if (s >= 0) f(training_buffer{training_category::temporaries, j, -1, -1, s, s, nullptr, 0});
     }
   }
+  /// Where buffer `b` (one of `for_each_buffer`'s) starts on every tile, in bytes from the
+  /// tile's dynamic base: a tensor's offset and -1; a step's scratch, the offsets of its
+  /// temporaries and of its exchange buffers (-1 for none).
+  constexpr std::pair<std::int64_t, std::int64_t> placed_at(const training_buffer& b) const noexcept {
+    const training_node& t = node_of(b.node);
+    const std::size_t k = static_cast<std::size_t>(std::max(b.input, 0));
+    if (!b.mapping) {
+      const step_buffers& sb = b.first == t.forward ? t.forward_buffers : b.first == t.backward ? t.backward_buffers : t.recompute_buffers;
+      return {sb.temporaries, sb.exchange};
+    }
+    if (b.input >= 0) {
+      if (b.category == training_category::activations) return {t.dropped_offset[k], -1};
+      if (b.category == training_category::gradients) return {t.dropped_grad_offset[k], -1};
+      return {(b.first == t.backward ? t.dropped_backward_offset : t.dropped_recomputed_offset)[k], -1};
+    }
+    if (b.category == training_category::activations) return {t.output_offset, -1};
+    if (b.category == training_category::recomputed) return {t.recomputed_offset, -1};
+    return {b.tensor < 0 ? t.grad_offset : t.weight_grad_offset[static_cast<std::size_t>(b.tensor)], -1};
+  }
+  /// Where `tile`'s dynamic region starts: after its code and its always-live tensors, each
+  /// aligned to `buffer_alignment`, in the order of `for_each_always_live_tensor`.
+  constexpr std::int64_t dynamic_base(int tile) const noexcept {
+    std::int64_t base = aligned(code_on(tile));
+    for_each_always_live_tensor([&](const tensor_mapping& m, std::int64_t bytes, int count, training_category) {
+      base += count * aligned(m.elements_on(tile) * bytes);
+    });
+    return base;
+  }
+  /// One past the highest byte of `tile` that any buffer of the plan reaches (its size aligned,
+  /// from its offset); the largest over the tiles is the IPU's `training_memory::peak`.
+  constexpr std::int64_t extent_on(int tile) const noexcept {
+    const std::int64_t base = dynamic_base(tile);
+    std::int64_t extent = base;
+    for_each_buffer([&](const training_buffer& b) {
+      const auto [first, second] = placed_at(b);
+      const training_bytes bytes = bytes_on(b, tile);
+      const std::int64_t main = b.mapping ? bytes[b.category] : bytes.temporaries;
+      if (main > 0) extent = std::max(extent, base + first + aligned(main));
+      if (!b.mapping && bytes.exchange > 0) extent = std::max(extent, base + second + aligned(bytes.exchange));
+    });
+    return extent;
+  }
   /// Elements of node `j`'s dropped-out inputs on the tile holding most of each: what a step of
   /// `j` reads to draw their masks, as the cycle model counts it.
   constexpr std::int64_t dropped_elements_per_tile(int j) const noexcept {

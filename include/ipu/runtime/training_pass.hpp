@@ -161,6 +161,7 @@ class training_pass {
     compute_.resize(static_cast<std::size_t>(prog_.size()));
     grads_.resize(static_cast<std::size_t>(prog_.size()));
     forward_seconds_.assign(static_cast<std::size_t>(prog_.size()), 0.0);
+    recompute_seconds_.assign(static_cast<std::size_t>(prog_.size()), 0.0);
     backward_seconds_.assign(static_cast<std::size_t>(prog_.size()), 0.0);
     for (int j = 1; j < prog_.size(); ++j)
       if (prog_.at(j).kind != prog_.at(0).kind)  // the input needs no gradient
@@ -169,14 +170,13 @@ class training_pass {
   training_pass(const training_pass&) = delete;
   training_pass& operator=(const training_pass&) = delete;
 
-  /// The forward pass over `input` (as the input stream carries it) with weights `masters`
-  /// (their running statistics updated in place) and their gradients to be `grads`: rounds
-  /// the weights to `T`, prepares each layer's device tensors, and runs every step. The
-  /// dropouts draw their masks for `seed` and `step` (`dropout_stream`), in this pass and in
-  /// the backward pass that follows it.
-  void forward(const void* input, std::span<layer_weights> masters, std::span<layer_weights> grads, std::uint64_t seed = 0,
-               std::int64_t step = 0) {
-    seed_ = seed, step_ = step;
+  /// Starts a pass over `input` (as the input stream carries it) with weights `masters` (their
+  /// running statistics updated in place by the forward steps) and their gradients to be
+  /// `grads`: rounds the weights to `T` and prepares each layer's device tensors. The dropouts
+  /// draw their masks for `seed` and `step` (`dropout_stream`), in this pass's forward steps and
+  /// in the backward steps that follow them.
+  void begin(const void* input, std::span<layer_weights> masters, std::span<layer_weights> grads, std::uint64_t seed = 0,
+             std::int64_t step = 0) {
     masters_ = masters;
     weight_grads_ = grads;
     for (const layer_weights& layer : masters) {
@@ -186,53 +186,109 @@ class training_pass {
       for (const weight_tensor& t : layer.tensors()) compute.push_back(ops::rounded<T>(t.values));
       forward_.set_parameters(j, device_tensors(layer, [&](std::size_t k) { return std::span<const float>(compute[k]); }));
     }
-    forward_.begin(input);
-    for (const plan_step& s : prog_.steps) {
-      const auto start = std::chrono::steady_clock::now();
-      draw_dropouts(s.node);
-      if (const auto f = training_[static_cast<std::size_t>(s.node)].forward_training) {
-        f(training_context<T>{*this, s.node});
-      } else {
-        forward_.step(s.node);
-      }
-      forward_seconds_[static_cast<std::size_t>(s.node)] += seconds_since(start);
+    for (dropped_input& d : dropped_) {
+      d.stream = dropout_stream(seed, step, d.dropout.site);
+      d.scale = dropout_scale(d.dropout.rate);
     }
+    forward_.begin(input);
+  }
+
+  /// Node `j`'s forward step: draws its inputs' dropout masks and computes its output. A
+  /// recompute step (`recompute`, in the backward pass) computes the same values and leaves
+  /// the running statistics as the forward step updated them.
+  void forward_step(int j, bool recompute = false) {
+    const auto start = std::chrono::steady_clock::now();
+    recomputing_ = recompute;
+    scratch_.clear();
+    draw_dropouts(j);
+    if (const auto f = training_[static_cast<std::size_t>(j)].forward_training) {
+      f(training_context<T>{*this, j});
+    } else {
+      forward_.step(j);
+    }
+    recomputing_ = false;
+    (recompute ? recompute_seconds_ : forward_seconds_)[static_cast<std::size_t>(j)] += seconds_since(start);
+  }
+
+  /// The forward pass: `begin`, then every node's forward step.
+  void forward(const void* input, std::span<layer_weights> masters, std::span<layer_weights> grads, std::uint64_t seed = 0,
+               std::int64_t step = 0) {
+    begin(input, masters, grads, seed, step);
+    for (const plan_step& s : prog_.steps) forward_step(s.node);
   }
 
   /// The output of node `j` in the last forward pass, in logical order.
-  const T* value(int j) { return forward_.tensor(j); }
+  T* value(int j) { return forward_.tensor(j); }
   /// The gradient buffer of node `j`'s output (f32, logical order); null for the input.
   float* grad_of(int j) {
     auto& g = grads_[static_cast<std::size_t>(j)];
     return g.empty() ? nullptr : g.data();
   }
 
-  /// The backward pass from node `from`, whose output's gradient the caller has set
-  /// (`grad_of(from)`): clears every other gradient, then runs the backward of `from` and
-  /// of each node before it, last first. Weight gradients are added to the `grads` of
-  /// `forward`, which the caller clears.
-  void backward(int from) {
+  /// Starts the backward pass from node `from`, whose output's gradient the caller has set
+  /// (`grad_of(from)`): stores that gradient in `T` and clears every other one. Weight
+  /// gradients are added to the `grads` of `begin`, which the caller clears.
+  void begin_backward(int from) {
     for (int j = 0; j < from; ++j) std::fill(grads_[static_cast<std::size_t>(j)].begin(), grads_[static_cast<std::size_t>(j)].end(), 0.0f);
     store(grads_[static_cast<std::size_t>(from)]);
-    for (int j = from; j >= 1; --j) {
-      if (grads_[static_cast<std::size_t>(j)].empty()) continue;
-      const auto start = std::chrono::steady_clock::now();
-      draw_dropouts(j);
-      for (const int d : dropped_of_[static_cast<std::size_t>(j)])
-        if (d >= 0) std::fill(dropped_[static_cast<std::size_t>(d)].grad.begin(), dropped_[static_cast<std::size_t>(d)].grad.end(), 0.0f);
-      training_[static_cast<std::size_t>(j)].backward(training_context<T>{*this, j});
-      for (const int d : dropped_of_[static_cast<std::size_t>(j)])
-        if (d >= 0) back_through_dropout(dropped_[static_cast<std::size_t>(d)]);
-      for (const int k : prog_.at(j).sources()) store(grads_[static_cast<std::size_t>(k)]);
-      if (const int l = layer_of_[static_cast<std::size_t>(j)]; l >= 0)
-        for (const weight_tensor& t : weight_grads_[static_cast<std::size_t>(l)].tensors())
-          store(weight_grads_[static_cast<std::size_t>(l)][t.name]);
-      backward_seconds_[static_cast<std::size_t>(j)] += seconds_since(start);
-    }
   }
+
+  /// Node `j`'s backward step: adds the gradients of its inputs and of its weights, through
+  /// its inputs' dropout masks drawn again, and stores those it wrote in `T`.
+  void backward_step(int j) {
+    const auto start = std::chrono::steady_clock::now();
+    draw_dropouts(j);
+    for (const int d : dropped_of_[static_cast<std::size_t>(j)])
+      if (d >= 0 && grad_of(dropped_[static_cast<std::size_t>(d)].producer) != nullptr)
+        std::fill(dropped_[static_cast<std::size_t>(d)].grad.begin(), dropped_[static_cast<std::size_t>(d)].grad.end(), 0.0f);
+    training_[static_cast<std::size_t>(j)].backward(training_context<T>{*this, j});
+    for (const int d : dropped_of_[static_cast<std::size_t>(j)])
+      if (d >= 0) back_through_dropout(dropped_[static_cast<std::size_t>(d)]);
+    for (const int k : prog_.at(j).sources()) store(grads_[static_cast<std::size_t>(k)]);
+    if (const int l = layer_of_[static_cast<std::size_t>(j)]; l >= 0)
+      for (const weight_tensor& t : weight_grads_[static_cast<std::size_t>(l)].tensors())
+        store(weight_grads_[static_cast<std::size_t>(l)][t.name]);
+    backward_seconds_[static_cast<std::size_t>(j)] += seconds_since(start);
+  }
+
+  /// The backward pass from node `from` (see `begin_backward`): the backward step of `from`
+  /// and of each node before it, last first.
+  void backward(int from) {
+    begin_backward(from);
+    for (int j = from; j >= 1; --j)
+      if (!grads_[static_cast<std::size_t>(j)].empty()) backward_step(j);
+  }
+
+  /// The values of node `j`'s input `k` dropped out, as its last forward, recompute or backward
+  /// step drew them; empty if the input has no dropout.
+  std::span<T> dropped_values(int j, int k) noexcept {
+    dropped_input* d = dropped(j, k);
+    return d == nullptr ? std::span<T>{} : std::span<T>(d->values);
+  }
+  /// Their gradient, as node `j`'s last backward step gave it; empty if the input has no
+  /// dropout.
+  std::span<float> dropped_grad(int j, int k) noexcept {
+    dropped_input* d = dropped(j, k);
+    return d == nullptr ? std::span<float>{} : std::span<float>(d->grad);
+  }
+  /// The gradients of node `j`'s layer's weights, in the order of its tensors (those of `begin`).
+  layer_weights* weight_grads_of(int j) noexcept {
+    const int l = layer_of_[static_cast<std::size_t>(j)];
+    return l < 0 ? nullptr : &weight_grads_[static_cast<std::size_t>(l)];
+  }
+  /// The weights of node `j`'s layer (those of `begin`); null for a node without weights.
+  const layer_weights* weights_of(int j) const noexcept {
+    const int l = layer_of_[static_cast<std::size_t>(j)];
+    return l < 0 ? nullptr : &masters_[static_cast<std::size_t>(l)];
+  }
+  /// The values of node `j`'s layer's tensor `w` as the forward pass computes with them
+  /// (rounded to `T`).
+  std::span<const float> rounded_weight(int j, std::size_t w) const noexcept { return compute_[static_cast<std::size_t>(j)][w]; }
 
   /// Host seconds spent in node `j`'s forward step, summed over the passes run.
   double forward_seconds(int j) const noexcept { return forward_seconds_[static_cast<std::size_t>(j)]; }
+  /// Host seconds spent in node `j`'s recompute step, summed over the passes run.
+  double recompute_seconds(int j) const noexcept { return recompute_seconds_[static_cast<std::size_t>(j)]; }
   /// Host seconds spent in node `j`'s backward (its gradients' rounding included), summed.
   double backward_seconds(int j) const noexcept { return backward_seconds_[static_cast<std::size_t>(j)]; }
 
@@ -256,6 +312,8 @@ class training_pass {
     input_dropout dropout{};   // the rate and the site
     std::vector<T> values;     // the dropped-out values
     std::vector<float> grad;   // their gradient, during the reader's backward step
+    std::uint64_t stream = 0;  // this pass's mask: `dropout_stream` of its seed, step and site
+    float scale = 1;           // `dropout_scale(dropout.rate)`
   };
 
   /// The dropped input `k` of node `j`; null if the input has no dropout.
@@ -274,7 +332,7 @@ class training_pass {
         if (!d.active()) continue;
         const std::size_t size = static_cast<std::size_t>(prog_.at(n.inputs[static_cast<std::size_t>(k)]).out.elements());
         dropped_of_[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)] = static_cast<int>(dropped_.size());
-        dropped_.push_back({n.inputs[static_cast<std::size_t>(k)], d, std::vector<T>(size), std::vector<float>(size)});
+        dropped_.push_back({n.inputs[static_cast<std::size_t>(k)], d, std::vector<T>(size), std::vector<float>(size), 0, 1});
       }
     }
     for (int j = 1; j < prog_.size(); ++j)
@@ -289,11 +347,9 @@ class training_pass {
       if (index < 0) continue;
       dropped_input& d = dropped_[static_cast<std::size_t>(index)];
       const T* x = value(d.producer);
-      const std::uint64_t stream = dropout_stream(seed_, step_, d.dropout.site);
-      const float scale = dropout_scale(d.dropout.rate);
       parallel_chunks(static_cast<std::int64_t>(d.values.size()), [&](std::int64_t i0, std::int64_t i1) {
         for (std::int64_t i = i0; i < i1; ++i)
-          d.values[static_cast<std::size_t>(i)] = dropout_keeps(stream, i, d.dropout.rate) ? static_cast<T>(kernels::widen(x[i]) * scale) : T{};
+          d.values[static_cast<std::size_t>(i)] = dropout_keeps(d.stream, i, d.dropout.rate) ? static_cast<T>(kernels::widen(x[i]) * d.scale) : T{};
       });
     }
   }
@@ -304,11 +360,9 @@ class training_pass {
     float* g = grad_of(d.producer);
     if (g == nullptr) return;
     store(d.grad);
-    const std::uint64_t stream = dropout_stream(seed_, step_, d.dropout.site);
-    const float scale = dropout_scale(d.dropout.rate);
     parallel_chunks(static_cast<std::int64_t>(d.grad.size()), [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i)
-        if (dropout_keeps(stream, i, d.dropout.rate)) g[i] += d.grad[static_cast<std::size_t>(i)] * scale;
+        if (dropout_keeps(d.stream, i, d.dropout.rate)) g[i] += d.grad[static_cast<std::size_t>(i)] * d.scale;
     });
   }
 
@@ -338,8 +392,12 @@ class training_pass {
   std::span<float> weight_grad(int j, std::string_view name) {
     return weight_grads_[static_cast<std::size_t>(layer_of_[static_cast<std::size_t>(j)])][name];
   }
+  /// A layer's tensor that the forward step updates; in a recompute step, a copy of it, which
+  /// the step updates in vain.
   std::span<float> master_weight(int j, std::string_view name) {
-    return masters_[static_cast<std::size_t>(layer_of_[static_cast<std::size_t>(j)])][name];
+    std::span<float> t = masters_[static_cast<std::size_t>(layer_of_[static_cast<std::size_t>(j)])][name];
+    if (!recomputing_) return t;
+    return scratch_.emplace_back(t.begin(), t.end());
   }
 
   program prog_;
@@ -350,11 +408,11 @@ class training_pass {
   std::vector<std::vector<std::vector<float>>> compute_;  // per node: its weights rounded to T
   std::vector<std::vector<float>> grads_;            // per node: the gradient of its output
   std::span<layer_weights> masters_, weight_grads_;
-  std::vector<double> forward_seconds_, backward_seconds_;  // per node, summed over the passes
+  std::vector<double> forward_seconds_, recompute_seconds_, backward_seconds_;  // per node, summed over the passes
   std::vector<dropped_input> dropped_;                // per input with a dropout
   std::vector<std::array<int, max_inputs>> dropped_of_;  // per node and input: its index in `dropped_`, or -1
-  std::uint64_t seed_ = 0;  // the dropouts' seed and step in this pass
-  std::int64_t step_ = 0;
+  bool recomputing_ = false;    // in a recompute step
+  std::vector<std::vector<float>> scratch_;  // a recompute step's copies of running statistics
 };
 
 }  // namespace ipu::runtime

@@ -23,6 +23,11 @@
 /// after an `nn::dropout` read its input dropped out, with masks drawn for the seed and the
 /// number of steps taken or skipped (`ipu/train/dropout.hpp`): a `backward` without an update
 /// draws the same masks again.
+///
+/// `ipu::faithful_trainer` runs the same arithmetic on every tile's memory image, each buffer
+/// where the training plan places it (`runtime/faithful_training.hpp`): its results hold the
+/// same bits as the trainer's, and `measured_usage` gives the bytes each tile held at each step,
+/// to compare with the plan's. It needs the training plan to fit (`ipu::require_fit`).
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/detail/lower.hpp>
@@ -30,6 +35,9 @@
 #include <ipu/ops/kernels.hpp>
 #include <ipu/ops/softmax.hpp>
 #include <ipu/plan/plan.hpp>
+#include <ipu/plan/training.hpp>
+#include <ipu/runtime/execution.hpp>
+#include <ipu/runtime/faithful_training.hpp>
 #include <ipu/runtime/kernel_set.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
@@ -51,9 +59,23 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace ipu {
+
+namespace detail {
+/// A trainer's tile images: none in fast mode.
+template <execution_mode Mode, class Spec, class Tgt, options O, ElementType T>
+struct trainer_image {
+  using type = std::monostate;
+};
+template <class Spec, class Tgt, options O, ElementType T>
+struct trainer_image<execution_mode::faithful, Spec, Tgt, O, T> {
+  using plan_type = std::remove_cvref_t<decltype(plan_v<Spec, Tgt, O>)>;
+  using type = std::unique_ptr<runtime::faithful_training<T, plan_type>>;
+};
+}  // namespace detail
 
 /// How a trainer runs.
 struct trainer_config {
@@ -62,10 +84,13 @@ struct trainer_config {
 };
 
 /// Trains graph `G`, planned for target `Tgt` with options `PlanOpts`, as `Opts` configures
-/// (see the file comment). One call at a time; movable.
-template <Graph G, Target Tgt, train_options Opts = train_options{}, options PlanOpts = options{}>
+/// (see the file comment), in mode `Mode` (`ipu::faithful_trainer` names the faithful one). One
+/// call at a time; movable.
+template <Graph G, Target Tgt, train_options Opts = train_options{}, options PlanOpts = options{},
+          execution_mode Mode = execution_mode::fast>
 class trainer {
  public:
+  static constexpr execution_mode mode = Mode;  ///< fast (host tensors) or faithful (tile images)
   using graph_type = std::remove_cvref_t<G>;  ///< `G`
   using element_type = element_type_t<G>;     ///< `f32` or `f16`
   using stream_type = stream_type_t<G>;       ///< what the input stream carries
@@ -99,10 +124,19 @@ class trainer {
     pass_ = std::make_unique<runtime::training_pass<element_type>>(
         runtime::program::from(plan_v<G, Tgt, PlanOpts>), kernels.per_node(nodes), training.per_node(nodes), *team_,
         std::span<const layer_weights>(weights_.begin(), weights_.end()));
-    for (const layer_weights& layer : weights_)
+    std::size_t tensors = 0;
+    for (const layer_weights& layer : weights_) {
+      first_tensor_.push_back(tensors);
+      tensors += layer.tensors().size();
       for (const weight_tensor& t : layer.tensors())
         for (int k = 0; k < opts.optimizer.state_tensors(); ++k)
           state_.emplace_back(t.trainable ? t.values.size() : 0, 0.0f);
+    }
+    if constexpr (faithful) {
+      static_assert(require_fit<ipu::training<G, Opts>, Tgt, PlanOpts>);
+      image_ = std::make_unique<typename image_t::element_type>(plan_v<ipu::training<G, Opts>, Tgt, PlanOpts>, *pass_);
+      for (std::size_t l = 0; l < weights_.size(); ++l) write_update_state(l);
+    }
   }
 
   /// One step of softmax cross-entropy training on a batch: `input` holds the graph's input
@@ -144,29 +178,28 @@ class trainer {
                                     "; the graph has " + std::to_string(classes) + " classes (0 to " +
                                     std::to_string(classes - 1) + ")");
     forward(input);
-    const auto start = std::chrono::steady_clock::now();
-    const element_type* z = pass_->value(logits_node);
-    float* dz = pass_->grad_of(logits_node);
     double total = 0;
-    std::vector<double> e(static_cast<std::size_t>(classes));  // one row's exp(logit - largest)
-    for (std::int64_t b = 0; b < batch; ++b) {
-      const element_type* row = z + b * classes;
-      float largest = -std::numeric_limits<float>::infinity();
-      for (std::int64_t k = 0; k < classes; ++k) largest = std::max(largest, kernels::widen(row[k]));
-      double sum = 0;
-      for (std::int64_t k = 0; k < classes; ++k) {
-        e[static_cast<std::size_t>(k)] = std::exp(static_cast<double>(kernels::widen(row[k]) - largest));
-        sum += e[static_cast<std::size_t>(k)];
+    run_backward(logits_node, [&] {
+      const element_type* z = pass_->value(logits_node);
+      float* dz = pass_->grad_of(logits_node);
+      std::vector<double> e(static_cast<std::size_t>(classes));  // one row's exp(logit - largest)
+      for (std::int64_t b = 0; b < batch; ++b) {
+        const element_type* row = z + b * classes;
+        float largest = -std::numeric_limits<float>::infinity();
+        for (std::int64_t k = 0; k < classes; ++k) largest = std::max(largest, kernels::widen(row[k]));
+        double sum = 0;
+        for (std::int64_t k = 0; k < classes; ++k) {
+          e[static_cast<std::size_t>(k)] = std::exp(static_cast<double>(kernels::widen(row[k]) - largest));
+          sum += e[static_cast<std::size_t>(k)];
+        }
+        const std::int64_t label = labels[static_cast<std::size_t>(b)];
+        total += std::log(sum) - (kernels::widen(row[label]) - largest);
+        for (std::int64_t k = 0; k < classes; ++k) {
+          const double p = e[static_cast<std::size_t>(k)] / sum;
+          dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch) * scale_);
+        }
       }
-      const std::int64_t label = labels[static_cast<std::size_t>(b)];
-      total += std::log(sum) - (kernels::widen(row[label]) - largest);
-      for (std::int64_t k = 0; k < classes; ++k) {
-        const double p = e[static_cast<std::size_t>(k)] / sum;
-        dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch) * scale_);
-      }
-    }
-    loss_seconds_ += runtime::seconds_since(start);
-    run_backward(logits_node);
+    });
     return static_cast<float>(total / static_cast<double>(batch));
   }
   /// The forward and backward passes of mean squared error (see the other overload).
@@ -180,17 +213,16 @@ class trainer {
       throw std::invalid_argument("ipu::trainer: " + std::to_string(targets.size()) + " targets; the output has " +
                                   std::to_string(count) + " elements");
     forward(input);
-    const auto start = std::chrono::steady_clock::now();
-    const element_type* y = pass_->value(last);
-    float* dy = pass_->grad_of(last);
     double total = 0;
-    for (std::int64_t e = 0; e < count; ++e) {
-      const double d = static_cast<double>(kernels::widen(y[e])) - targets[static_cast<std::size_t>(e)];
-      total += d * d;
-      dy[e] = static_cast<float>(2 * d / static_cast<double>(count) * scale_);
-    }
-    loss_seconds_ += runtime::seconds_since(start);
-    run_backward(last);
+    run_backward(last, [&] {
+      const element_type* y = pass_->value(last);
+      float* dy = pass_->grad_of(last);
+      for (std::int64_t e = 0; e < count; ++e) {
+        const double d = static_cast<double>(kernels::widen(y[e])) - targets[static_cast<std::size_t>(e)];
+        total += d * d;
+        dy[e] = static_cast<float>(2 * d / static_cast<double>(count) * scale_);
+      }
+    });
     return static_cast<float>(total / static_cast<double>(count));
   }
 
@@ -209,29 +241,33 @@ class trainer {
       if (++clean_steps_ == Opts.loss_scaling.growth_interval) scale_ *= 2, clean_steps_ = 0;
     }
     const optimizer_step o = optimizer_step::of(opts.optimizer, learning_rate(), steps_ + 1);
-    std::size_t k = 0;  // the optimiser state, per tensor in order
-    const int slots = opts.optimizer.state_tensors();
-    std::uint64_t tensor = 0;  // the stream of stochastic rounding: the step, the tensor, the slot
-    for (std::size_t l = 0; l < weights_.size(); ++l) {
-      const auto start = std::chrono::steady_clock::now();
-      for (const weight_tensor& t : weights_[l].tensors()) {
-        std::span<float> s0, s1;
-        if (slots > 0) s0 = state_[k];
-        if (slots > 1) s1 = state_[k + 1];
-        k += static_cast<std::size_t>(slots);
-        ++tensor;
-        if (!t.trainable) continue;
-        apply_update(o, weights_[l][t.name], grads_[l][t.name], s0, s1);
-        if constexpr (f16_weights) {
-          const std::uint64_t stream = rounding_stream(tensor);
-          round_to_half(weights_[l][t.name], Opts.rounding, stream);
-          round_to_half(s0, Opts.rounding, stream + 1);
-          round_to_half(s1, Opts.rounding, stream + 2);
-        }
-      }
-      update_seconds_[static_cast<std::size_t>(weights_[l].node_index())] += runtime::seconds_since(start);
+    if constexpr (faithful) {
+      image_->update([&](int j) {
+        std::size_t l = 0;
+        while (weights_[l].node_index() != j) ++l;
+        read_update_state(l);
+        update_layer(o, l);
+        write_update_state(l);
+      });
+    } else {
+      for (std::size_t l = 0; l < weights_.size(); ++l) update_layer(o, l);
     }
     ++steps_;
+  }
+
+  /// The bytes `tile` held, by category, while step `step` of the training plan ran, measured
+  /// in the last training step (`ipu::training_plan::usage` gives the plan's).
+  training_bytes measured_usage(int tile, int step) const
+    requires(Mode == execution_mode::faithful)
+  {
+    return image_->measured_usage(tile, step);
+  }
+  /// One past the highest byte any buffer of `tile` has reached, its size aligned
+  /// (`ipu::training_plan::extent_on` gives the plan's).
+  std::int64_t measured_extent(int tile) const
+    requires(Mode == execution_mode::faithful)
+  {
+    return image_->measured_extent(tile);
   }
 
   /// The training step's steps as the training plan (`ipu::training<G, Opts>` on `Tgt`) orders
@@ -246,6 +282,7 @@ class trainer {
       if (passes_ > 0) {
         const double n = static_cast<double>(passes_);
         p.set_host_seconds(step_phase::forward, j, pass_->forward_seconds(j) / n);
+        p.set_host_seconds(step_phase::recompute, j, pass_->recompute_seconds(j) / n);
         p.set_host_seconds(step_phase::backward, j, (pass_->backward_seconds(j) + (j == last ? loss_seconds_ : 0)) / n);
       }
       if (steps_ > 0) p.set_host_seconds(step_phase::update, j, update_seconds_[static_cast<std::size_t>(j)] / static_cast<double>(steps_));
@@ -274,6 +311,53 @@ class trainer {
 
  private:
   static constexpr const auto& table() noexcept { return node_table_v<G>; }
+  static constexpr bool faithful = Mode == execution_mode::faithful;
+  using image_t = typename detail::trainer_image<Mode, ipu::training<G, Opts>, Tgt, PlanOpts, element_type>::type;
+
+  /// The optimiser's update of layer `l`, at step `o`; in "16.16" rounds its weights and state
+  /// to f16.
+  void update_layer(const optimizer_step& o, std::size_t l) {
+    const auto start = std::chrono::steady_clock::now();
+    const int slots = opts.optimizer.state_tensors();
+    std::size_t k = first_tensor_[l] * static_cast<std::size_t>(slots);  // the optimiser state, per tensor in order
+    std::uint64_t tensor = first_tensor_[l];  // tensors before the layer
+    for (const weight_tensor& t : weights_[l].tensors()) {
+      std::span<float> s0, s1;
+      if (slots > 0) s0 = state_[k];
+      if (slots > 1) s1 = state_[k + 1];
+      k += static_cast<std::size_t>(slots);
+      ++tensor;  // the stream of stochastic rounding: the step, the tensor, the slot
+      if (!t.trainable) continue;
+      apply_update(o, weights_[l][t.name], grads_[l][t.name], s0, s1);
+      if constexpr (f16_weights) {
+        const std::uint64_t stream = rounding_stream(tensor);
+        round_to_half(weights_[l][t.name], Opts.rounding, stream);
+        round_to_half(s0, Opts.rounding, stream + 1);
+        round_to_half(s1, Opts.rounding, stream + 2);
+      }
+    }
+    update_seconds_[static_cast<std::size_t>(weights_[l].node_index())] += runtime::seconds_since(start);
+  }
+
+  /// Faithful mode: writes layer `l`'s trainable tensors and their optimiser state to the
+  /// tiles, or reads them back.
+  void write_update_state(std::size_t l) { move_update_state(l, true); }
+  void read_update_state(std::size_t l) { move_update_state(l, false); }
+  void move_update_state(std::size_t l, bool write) {
+    const int j = weights_[l].node_index(), slots = opts.optimizer.state_tensors();
+    std::size_t k = first_tensor_[l] * static_cast<std::size_t>(slots);
+    int w = 0;
+    for (const weight_tensor& t : weights_[l].tensors()) {
+      if (t.trainable) {
+        write ? image_->write_master(j, w, weights_[l][t.name]) : image_->read_master(j, w, weights_[l][t.name]);
+        for (int slot = 0; slot < slots; ++slot)
+          write ? image_->write_state(j, w, slot, state_[k + static_cast<std::size_t>(slot)])
+                : image_->read_state(j, w, slot, state_[k + static_cast<std::size_t>(slot)]);
+      }
+      k += static_cast<std::size_t>(slots);
+      ++w;
+    }
+  }
 
   /// Whether the loss reads the input of a final softmax as its logits (not dropped out).
   static constexpr bool fused_softmax() noexcept {
@@ -295,10 +379,22 @@ class trainer {
                                   " elements, the graph's input has " + std::to_string(expected));
   }
 
-  /// The backward pass from node `from`, whose output's gradient (scaled) is set; then the
-  /// weights' gradients unscaled, and whether any is not finite.
-  void run_backward(int from) {
-    pass_->backward(from);
+  /// The loss, `loss()` setting the (scaled) gradient of node `from`'s output, timed; the
+  /// backward pass from `from`; then the weights' gradients unscaled, and whether any is not
+  /// finite.
+  template <class Loss>
+  void run_backward(int from, Loss&& loss) {
+    const auto timed = [&] {
+      const auto start = std::chrono::steady_clock::now();
+      loss();
+      loss_seconds_ += runtime::seconds_since(start);
+    };
+    if constexpr (faithful) {
+      image_->backward(from, timed);
+    } else {
+      timed();
+      pass_->backward(from);
+    }
     overflow_ = false;
     for (layer_weights& layer : grads_)
       for (const weight_tensor& t : layer.tensors())
@@ -313,8 +409,13 @@ class trainer {
   void forward(std::span<const stream_type> input) {
     ++passes_;
     clear_gradients();
-    pass_->forward(input.data(), std::span<layer_weights>(weights_.begin(), weights_.end()),
-                   std::span<layer_weights>(grads_.begin(), grads_.end()), seed_, steps_ + skipped_);
+    const std::span<layer_weights> masters(weights_.begin(), weights_.end()), grads(grads_.begin(), grads_.end());
+    if constexpr (faithful) {
+      pass_->begin(input.data(), masters, grads, seed_, steps_ + skipped_);
+      image_->forward();
+    } else {
+      pass_->forward(input.data(), masters, grads, seed_, steps_ + skipped_);
+    }
     if constexpr (std::is_same_v<element_type, f16>) {
       std::uint64_t tensor = 0;  // numbered as `update` numbers them; slot 3 of each is this rounding's
       for (layer_weights& layer : weights_)
@@ -334,8 +435,10 @@ class trainer {
   ipu::weights<G> weights_;
   ipu::weights<G> grads_;
   std::vector<std::vector<float>> state_;  // the optimiser's, `state_tensors()` per weight tensor
+  std::vector<std::size_t> first_tensor_;  // per layer: the tensors of the layers before it
   std::unique_ptr<runtime::team> team_;
   std::unique_ptr<runtime::training_pass<element_type>> pass_;
+  image_t image_;  // faithful mode: the tiles' memory
   std::int64_t steps_ = 0;
   std::uint64_t seed_ = 0;
   float scale_ = static_cast<float>(Opts.loss_scaling.factor.value());  // the loss scale of the next step
@@ -346,5 +449,16 @@ class trainer {
   double loss_seconds_ = 0;  // the loss's host time, summed over the passes
   std::vector<double> update_seconds_ = std::vector<double>(node_count_v<G>, 0.0);  // per node, summed over the updates
 };
+
+/// `ipu::trainer` in faithful mode: every tile's memory image, each buffer where the training
+/// plan places it, measured (see `runtime/faithful_training.hpp`).
+///
+/// ```
+/// ipu::faithful_trainer<net_t, ipu::mk2, opts> faithful{w};
+/// CHECK(faithful.step(x, labels) == fast.step(x, labels));            // the same bits
+/// CHECK(faithful.measured_usage(0, s) == plan.usage(0, s));           // the plan's bytes
+/// ```
+template <Graph G, Target Tgt, train_options Opts = train_options{}, options PlanOpts = options{}>
+using faithful_trainer = trainer<G, Tgt, Opts, PlanOpts, execution_mode::faithful>;
 
 }  // namespace ipu

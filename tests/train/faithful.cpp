@@ -20,14 +20,14 @@ namespace {
 
 using faithful_target = ipu_test::small_target<16>;
 
-// Every kind of buffer: grouped convolutions, batch norms, a pooling, a residual block, a
-// concat, dropouts (one at a block's start), a dense layer, a fused softmax.
+// Every kind of buffer: grouped convolutions (one at stride 2), batch norms, a pooling, a
+// residual block, a concat, dropouts (one at a block's start), a dense layer, a fused softmax.
 template <class T>
 constexpr auto faithful_net = ipu::input<T, 2, 6, 6, 3>
     | nn::conv<8, 3> | nn::batch_norm | nn::relu
     | nn::residual(nn::dropout<0.25> | nn::conv<8, 1> | nn::batch_norm | nn::relu | nn::conv<8, 3, 1, 4> | nn::batch_norm)
     | nn::relu | nn::max_pool<2, 2>
-    | nn::concat(nn::identity, nn::conv<4, 1> | nn::relu)
+    | nn::concat(nn::identity, nn::conv<4, 1> | nn::relu) | nn::conv<12, 3, 2, 3>
     | nn::global_avg_pool | nn::dropout<0.5> | nn::dense<3> | nn::softmax;
 
 // The same in f16, with a recompute checkpoint after the stem.
@@ -35,7 +35,7 @@ constexpr auto faithful_marked = ipu::input<ipu::f16, 2, 6, 6, 3>
     | nn::conv<8, 3> | nn::batch_norm | nn::relu | nn::checkpoint
     | nn::residual(nn::dropout<0.25> | nn::conv<8, 1> | nn::batch_norm | nn::relu | nn::conv<8, 3, 1, 4> | nn::batch_norm)
     | nn::relu | nn::max_pool<2, 2>
-    | nn::concat(nn::identity, nn::conv<4, 1> | nn::relu)
+    | nn::concat(nn::identity, nn::conv<4, 1> | nn::relu) | nn::conv<12, 3, 2, 3>
     | nn::global_avg_pool | nn::dropout<0.5> | nn::dense<3> | nn::softmax;
 
 // "16.32" with Adam (master weights and two state tensors), recomputing per block.

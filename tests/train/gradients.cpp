@@ -62,6 +62,21 @@ constexpr auto conv_net = ipu::input<T, 2, 13, 13, 4>
     | nn::conv<6, 3, 2>.padded(nn::pad<1, 0, 2, 1>).with_bias()    // explicit padding
     | nn::conv<5, 1> | nn::flatten | nn::dense<4> | nn::softmax;
 
+// Strided windows, whose input gradient spreads the output's onto the input's grid: padding
+// before as large as it may be (each first output row and column reads one input row or
+// column), and stride 3 with a dilated, grouped kernel.
+constexpr auto strided_net = ipu::input<ipu::f32, 2, 9, 9, 4>
+    | nn::conv<6, 3, 2>.padded(nn::pad<2, 0, 2, 1>)
+    | nn::conv<6, 3, 3, 2>.dilated(nn::dilation<2>)
+    | nn::flatten | nn::dense<3>;
+
+// Groups of 4 and of 8 channels over several vectors and a part of one (24 and 40 channels):
+// their kernels' gradients spread each group's inputs within a vector.
+constexpr auto vector_groups_net = ipu::input<ipu::f32, 2, 6, 6, 5>
+    | nn::conv<24, 1> | nn::conv<24, 3, 1, 6>
+    | nn::conv<40, 1> | nn::conv<40, 3, 2, 5>
+    | nn::flatten | nn::dense<3>;
+
 constexpr auto norm_net = ipu::input<ipu::f32, 3, 5, 5, 3>
     | nn::conv<6, 3> | nn::batch_norm | nn::relu
     | nn::conv<6, 1> | nn::batch_norm | nn::global_avg_pool | nn::dense<3> | nn::softmax;
@@ -95,6 +110,14 @@ constexpr auto regression_net = ipu::input<ipu::f32, 3, 4, 4, 2>
 
 TEST_CASE("convolutions' gradients: 1x1 and 3x3 strided, grouped, depthwise, dilated, padded, with bias; flatten and dense") {
   check_gradients<decltype(conv_net<ipu::f32>)>(5e-4);
+}
+
+TEST_CASE("strided convolutions' input gradients: the most padding, stride 3 dilated and grouped") {
+  check_gradients<decltype(strided_net)>(5e-4);
+}
+
+TEST_CASE("grouped convolutions' kernel gradients: groups of 4 and 8 channels over 24 and 40 channels") {
+  check_gradients<decltype(vector_groups_net)>(5e-4);
 }
 
 TEST_CASE("batch norm in training mode: gradients through the batch's statistics") {

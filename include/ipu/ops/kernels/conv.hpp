@@ -15,16 +15,19 @@
 ///   weights and window and continues the same partials.
 /// - Training (`backward`): the gradients of the input, the kernel and the bias, each summed
 ///   in f32 in a fixed order, so the same on any number of threads. The kernel's: of an
-///   ungrouped convolution or a dense layer, per tap and chunk of output positions in order, a
-///   product of matrices run by `kernels::packed_conv` (`kernel_gradient`); of a grouped one,
-///   over the output positions in order by tap, group and block of input channels, blocks of
-///   them in vector registers. The bias's by block of output channels. The input's, at stride
+///   ungrouped convolution or a dense layer, per chunk of output positions in order, one
+///   product of matrices for all the taps run by `kernels::packed_conv` (`kernel_gradient`); of
+///   a grouped one
+///   whose groups lie within a vector (ResNeXt's, depthwise), per tap and chunk of channels,
+///   the input's vector spread within each group (`small_group_gradient`); of another grouped
+///   one, over the output positions in order by tap, group and block of input channels, blocks
+///   of them in vector registers. The bias's by block of output channels. The input's, at stride
 ///   1, is itself a convolution (`input_gradient`):
 ///   of the output's gradient, by the kernel flipped along both axes with each group's input
 ///   and output channels swapped, run by `kernels::packed_conv` and added to the gradient in
 ///   its epilogue; a 1x1 convolution at a larger stride runs that convolution over the output's
-///   positions and adds each result to the pixel the position read; other strides spread each
-///   output position's gradient over the pixels its taps read, by image and group.
+///   positions and adds each result to the pixel the position read; other strides run it over
+///   the output's gradient spread at the stride onto a grid of the input's pitch, zeros between.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/ops/conv.hpp>
@@ -36,6 +39,7 @@
 #include <concepts>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -104,14 +108,14 @@ struct matmul_kernel : kernel_base {
     const node& n = c.n;
     const kernels::window_geometry g = geometry_of(n);
     const std::int64_t groups = n.kind == op_of<conv> ? n.layer.groups : 1;
-    const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
+    const std::int64_t cin = n.in.channels(), cout = n.out.channels();
     const std::int64_t taps = g.kernel_h * g.kernel_w, per_image = g.positions_per_image();
     const std::int64_t positions = n.out.elements() / cout;
     const float* dy = c.grad_output();
     const std::span<float> dw = c.weight_grad("kernel");
     if (groups == 1) {
       kernel_gradient(c, g, dw);
-    } else {
+    } else if (!in_vector_groups(c, g, dw, cin / groups, cout / groups)) {
       grouped_kernel_gradient(c, g, dw);
     }
     if (n.layer.bias) {
@@ -127,15 +131,19 @@ struct matmul_kernel : kernel_base {
     float* dx = c.grad_input();
     if (dx == nullptr) return;
     const std::span<const float> w = c.weight("kernel");
+    const auto span_less = [](std::int64_t span, std::int64_t pad) { return static_cast<int>(span - 1 - pad); };
+    kernels::epilogue<float> into_dx;
+    into_dx.residual = dx;  // each element read, then written, by the one tile computing it
     if (g.stride_h == 1 && g.stride_w == 1) {
-      const kernels::packed_conv<float> q = input_gradient(n, g, w);
-      kernels::epilogue<float> e;
-      e.residual = dx;  // each output read, then written, by the one tile computing it
-      c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, dx, e, item); });
+      const kernels::packed_conv<float> q =
+          input_gradient(n, g, w, g.out_height, g.out_width,
+                         explicit_padding(span_less(g.span_h(), g.pad_top), span_less(g.span_h(), g.pad_bottom),
+                                          span_less(g.span_w(), g.pad_left), span_less(g.span_w(), g.pad_right)));
+      c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, dx, into_dx, item); });
       return;
     }
     if (taps == 1) {
-      const kernels::packed_conv<float> q = input_gradient(n, g, w);
+      const kernels::packed_conv<float> q = input_gradient(n, g, w, g.out_height, g.out_width, explicit_padding(0, 0, 0, 0));
       std::vector<float> at_positions(static_cast<std::size_t>(positions * cin));
       c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, at_positions.data(), {}, item); });
       c.parallel(positions / per_image, [&](std::int64_t image) {
@@ -145,43 +153,96 @@ struct matmul_kernel : kernel_base {
       });
       return;
     }
-    // Other strides: each output position's gradient spread over the pixels its taps read,
-    // through the kernel transposed to `[tap][group][out][in]`, by image and group.
+    // Other strides: the output's gradient spread onto a grid of the input's pitch, each
+    // position at its stride and zeros between, as far as a tap reaches the input; then the
+    // stride-1 convolution of the grid that gives the input's shape, added to the gradient
+    // (padding is smaller than the window, `graph_error_kind::padding_too_large`, so the grid
+    // is padded before by `span - 1` less the forward's padding, as at stride 1).
+    const std::int64_t rows = std::min((g.out_height - 1) * g.stride_h + 1, g.in_height + g.pad_top);
+    const std::int64_t cols = std::min((g.out_width - 1) * g.stride_w + 1, g.in_width + g.pad_left);
+    std::vector<float> grid(static_cast<std::size_t>(positions / per_image * rows * cols * cout));
+    c.parallel(positions / per_image, [&](std::int64_t image) {
+      float* to = grid.data() + image * rows * cols * cout;
+      std::fill(to, to + rows * cols * cout, 0.0f);
+      for (std::int64_t oh = 0; oh * g.stride_h < rows; ++oh)
+        for (std::int64_t ow = 0; ow * g.stride_w < cols; ++ow)
+          std::copy_n(dy + ((image * g.out_height + oh) * g.out_width + ow) * cout, cout,
+                      to + (oh * g.stride_h * cols + ow * g.stride_w) * cout);
+    });
+    const kernels::packed_conv<float> q = input_gradient(
+        n, g, w, rows, cols,
+        explicit_padding(span_less(g.span_h(), g.pad_top), static_cast<int>(g.in_height - rows + g.pad_top),
+                         span_less(g.span_w(), g.pad_left), static_cast<int>(g.in_width - cols + g.pad_left)));
+    c.parallel(q.work_items(), [&](std::int64_t item) { q.run(grid.data(), dx, into_dx, item); });
+  }
+
+  /// Adds the kernel's gradient of a grouped convolution whose groups lie within a vector (as
+  /// many input as output channels per group, a power of two dividing the vector's width:
+  /// ResNeXt's and depthwise convolutions) to `dw`, and returns true; returns false for other
+  /// groups. See `small_group_gradient`.
+  template <class Ctx>
+  static bool in_vector_groups(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw, std::int64_t cin_g,
+                               std::int64_t cout_g) {
+    if (cin_g != cout_g) return false;
+    bool done = false;
+    const auto try_group = [&]<int Group>(std::integral_constant<int, Group>) {
+      if constexpr (Group <= kernels::simd::vec::width)
+        if (cin_g == Group) small_group_gradient<Group>(c, g, dw), done = true;
+    };
+    try_group(std::integral_constant<int, 1>{}), try_group(std::integral_constant<int, 2>{});
+    try_group(std::integral_constant<int, 4>{}), try_group(std::integral_constant<int, 8>{});
+    try_group(std::integral_constant<int, 16>{});
+    return done;
+  }
+
+  /// The kernel's gradient of a convolution with groups of `Group` input and output channels
+  /// (`Group` a power of two dividing the vector's width), per item one tap by a chunk of
+  /// `vectors` vectors of output channels: `dw[tap][j][co] += x[pixel][co - co % Group + j] *
+  /// dy[p][co]` for each `j < Group`, the input's vector spread within each group
+  /// (`simd::spread`), summed over the output positions in order in registers.
+  template <int Group, class Ctx>
+  static void small_group_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
     using kernels::simd::vec;
-    std::vector<float> wt(w.size());
-    for (std::int64_t tap = 0; tap < taps; ++tap)
-      for (std::int64_t ci = 0; ci < cin_g; ++ci)
-        for (std::int64_t co = 0; co < cout; ++co)
-          wt[static_cast<std::size_t>(((tap * groups + co / cout_g) * cout_g + co % cout_g) * cin_g + ci)] =
-              w[static_cast<std::size_t>((tap * cin_g + ci) * cout + co)];
-    constexpr int ci_vectors = 4;  // input channels in registers: this many vectors
-    c.parallel(positions / per_image * groups, [&](std::int64_t item) {
-      const std::int64_t image = item / groups, grp = item % groups;
-      for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p) {
-        const float* dyp = dy + p * cout + grp * cout_g;
-        for (std::int64_t tap = 0; tap < taps; ++tap) {
-          const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w);
-          if (pixel < 0) continue;
-          const float* wg = wt.data() + (tap * groups + grp) * cout_g * cin_g;
-          float* dxp = dx + pixel * cin + grp * cin_g;
-          for (std::int64_t ci0 = 0; ci0 < cin_g; ci0 += ci_vectors * vec::width) {
-            int lanes[ci_vectors];
-            vec sum[ci_vectors];
-            for (int v = 0; v < ci_vectors; ++v) {
-              lanes[v] = lanes_from(cin_g - ci0 - v * vec::width);
-              sum[v] = lanes[v] > 0 ? kernels::simd::load(dxp + ci0 + v * vec::width, lanes[v]) : kernels::simd::zero();
+    constexpr int vectors = std::max(1, 8 / Group);  // Group x vectors accumulators
+    const std::int64_t channels = c.n.out.channels(), taps = g.kernel_h * g.kernel_w;
+    const std::int64_t chunks = detail::div_up(channels, vectors * vec::width);
+    const std::int64_t images = c.n.out.elements() / channels / g.positions_per_image();
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    c.parallel(taps * chunks, [&](std::int64_t item) {
+      const std::int64_t tap = item / chunks, kh = tap / g.kernel_w, kw = tap % g.kernel_w;
+      const std::int64_t ch0 = item % chunks * vectors * vec::width;
+      int lanes[vectors];
+      vec acc[Group][vectors];
+      for (int v = 0; v < vectors; ++v) {
+        lanes[v] = lanes_from(channels - ch0 - v * vec::width);
+        for (int j = 0; j < Group; ++j) acc[j][v] = kernels::simd::zero();
+      }
+      for (std::int64_t image = 0; image < images; ++image)
+        for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
+          const std::int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+          if (ih < 0 || ih >= g.in_height) continue;
+          for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
+            const std::int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+            if (iw < 0 || iw >= g.in_width) continue;
+            const auto* xp = x + ((image * g.in_height + ih) * g.in_width + iw) * channels + ch0;
+            const float* dyp = dy + ((image * g.out_height + oh) * g.out_width + ow) * channels + ch0;
+            for (int v = 0; v < vectors; ++v) {
+              if (lanes[v] == 0) continue;
+              const vec xv = kernels::simd::load_widened(xp + v * vec::width, lanes[v]);
+              const vec d = kernels::simd::load(dyp + v * vec::width, lanes[v]);
+              [&]<int... J>(std::integer_sequence<int, J...>) {
+                ((acc[J][v] = kernels::simd::madd(kernels::simd::spread<Group, J>(xv), d, acc[J][v])), ...);
+              }(std::make_integer_sequence<int, Group>{});
             }
-            for (std::int64_t co = 0; co < cout_g; ++co) {
-              const vec d = kernels::simd::splat(dyp[co]);
-              for (int v = 0; v < ci_vectors; ++v)
-                if (lanes[v] > 0)
-                  sum[v] = kernels::simd::madd(d, kernels::simd::load(wg + co * cin_g + ci0 + v * vec::width, lanes[v]), sum[v]);
-            }
-            for (int v = 0; v < ci_vectors; ++v)
-              if (lanes[v] > 0) kernels::simd::store(dxp + ci0 + v * vec::width, sum[v], lanes[v]);
           }
         }
-      }
+      for (int j = 0; j < Group; ++j)
+        for (int v = 0; v < vectors; ++v) {
+          if (lanes[v] == 0) continue;
+          float* to = dw.data() + (tap * Group + j) * channels + ch0 + v * vec::width;
+          kernels::simd::store(to, kernels::simd::add(kernels::simd::load(to, lanes[v]), acc[j][v]), lanes[v]);
+        }
     });
   }
 
@@ -247,10 +308,11 @@ struct matmul_kernel : kernel_base {
   /// Adds the kernel's gradient of an ungrouped convolution or dense layer to `dw`: for each
   /// tap, `dw[tap] += X_tap^T dY`, where row `p` of `X_tap` is the input pixel output position
   /// `p` reads through the tap (zeros outside the image). The positions run in chunks of
-  /// `chunk`, in order; each chunk's product is a 1x1 convolution run by `kernels::packed_conv`,
-  /// of the chunk's `X_tap` transposed (`[cin]` positions of `[chunk]` channels) by its rows of
-  /// the output's gradient as the kernel (`[chunk][cout]`), which sums them from +0 in
-  /// registers and adds the sum to `dw` in its epilogue.
+  /// `chunk`, in order; each chunk's products for all the taps are one 1x1 convolution run by
+  /// `kernels::packed_conv`, of the chunk's `X_tap`s transposed (`[tap][cin]` positions of
+  /// `[chunk]` channels, as many rows as `dw` has) by its rows of the output's gradient as the
+  /// kernel (`[chunk][cout]`), which sums them from +0 in registers and adds the sum to `dw` in
+  /// its epilogue.
   template <class Ctx>
   static void kernel_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
     const node& n = c.n;
@@ -261,61 +323,71 @@ struct matmul_kernel : kernel_base {
     constexpr std::int64_t chunk = 256;  // positions: a panel of the kernel (256 rows of up to 4 vectors) stays in cache
     constexpr std::int64_t block = 32;   // positions per item of the transpose: 32 rows stay in cache
     std::vector<float> xt(static_cast<std::size_t>(taps * cin * std::min(chunk, positions)));  // X_tap transposed, per tap
+    struct origin {
+      std::int64_t image_row, row, col;  // image * in_height; the window's first row and column
+    };
+    std::vector<origin> origins(static_cast<std::size_t>(std::min(chunk, positions)));
+    const std::int64_t per_image = g.positions_per_image();
     for (std::int64_t p0 = 0; p0 < positions; p0 += chunk) {
       const std::int64_t k = std::min(chunk, positions - p0);
+      for (std::int64_t p = 0; p < k; ++p) {
+        const std::int64_t at = (p0 + p) % per_image;
+        origins[static_cast<std::size_t>(p)] = {(p0 + p) / per_image * g.in_height, at / g.out_width * g.stride_h - g.pad_top,
+                                                at % g.out_width * g.stride_w - g.pad_left};
+      }
       const kernels::packed_conv<float> q(
-          kernels::conv_shape{.batch = 1, .in_height = 1, .in_width = cin, .in_channels = k, .out_channels = cout,
+          kernels::conv_shape{.batch = 1, .in_height = 1, .in_width = taps * cin, .in_channels = k, .out_channels = cout,
                               .kernel = 1, .stride = 1, .groups = 1, .pad = explicit_padding(0, 0, 0, 0)},
           std::span<const float>(dy + p0 * cout, static_cast<std::size_t>(k * cout)));
       const std::int64_t blocks = detail::div_up(k, block);
       c.parallel(taps * blocks, [&](std::int64_t item) {
         const std::int64_t tap = item / blocks, b0 = item % blocks * block, b1 = std::min(k, b0 + block);
+        const std::int64_t down = tap / g.kernel_w * g.dilation_h, right = tap % g.kernel_w * g.dilation_w;
         std::int64_t pixels[block];
-        for (std::int64_t p = b0; p < b1; ++p) pixels[p - b0] = g.tap_pixel(p0 + p, tap / g.kernel_w, tap % g.kernel_w);
+        for (std::int64_t p = b0; p < b1; ++p) {  // as `tap_pixel`
+          const origin& o = origins[static_cast<std::size_t>(p)];
+          const std::int64_t ih = o.row + down, iw = o.col + right;
+          pixels[p - b0] = ih < 0 || ih >= g.in_height || iw < 0 || iw >= g.in_width ? -1 : (o.image_row + ih) * g.in_width + iw;
+        }
         float* to = xt.data() + tap * cin * k;
         for (std::int64_t ci = 0; ci < cin; ++ci)
           for (std::int64_t p = b0; p < b1; ++p)
             to[ci * k + p] = pixels[p - b0] < 0 ? 0.0f : kernels::widen(x[pixels[p - b0] * cin + ci]);
       });
-      const std::int64_t items = q.work_items();
-      c.parallel(taps * items, [&](std::int64_t item) {
-        const std::int64_t tap = item / items;
-        float* at = dw.data() + tap * cin * cout;
-        kernels::epilogue<float> e;
-        e.residual = at;  // each element read, then written, by the one tile computing it
-        q.run(xt.data() + tap * cin * k, at, e, item % items);
-      });
+      kernels::epilogue<float> e;
+      e.residual = dw.data();  // each element read, then written, by the one tile computing it
+      c.parallel(q.work_items(), [&](std::int64_t item) { q.run(xt.data(), dw.data(), e, item); });
     }
   }
 
   /// The convolution giving the input's gradient of node `n` (geometry `g`, kernel `w` as the
-  /// forward pass used it) from its output's gradient: over the output's positions, the
-  /// kernel flipped along both axes, each group's input and output channels swapped. At stride
-  /// 1 its padding, `span - 1` less the forward's on each side, gives it the input's shape;
-  /// at a larger stride (1x1 only) it has none, and gives a value per output position.
-  static kernels::packed_conv<float> input_gradient(const node& n, const kernels::window_geometry& g, std::span<const float> w) {
+  /// forward pass used it) from its output's gradient, or from that gradient spread at the
+  /// stride: over `height` x `width` positions with padding `pad`, the kernel flipped along
+  /// both axes, each group's input and output channels swapped, at stride 1.
+  static kernels::packed_conv<float> input_gradient(const node& n, const kernels::window_geometry& g, std::span<const float> w,
+                                                    std::int64_t height, std::int64_t width, padding pad) {
     const std::int64_t groups = n.kind == op_of<conv> ? n.layer.groups : 1;
     const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
     const std::int64_t kh = g.kernel_h, kw = g.kernel_w;
     std::vector<float> flipped(w.size());  // HWIO: [kh][kw][cout_g][cin]
     for (std::int64_t r = 0; r < kh; ++r)
-      for (std::int64_t s = 0; s < kw; ++s)
-        for (std::int64_t ci = 0; ci < cin_g; ++ci)
-          for (std::int64_t co = 0; co < cout; ++co)
-            flipped[static_cast<std::size_t>((((kh - 1 - r) * kw + (kw - 1 - s)) * cout_g + co % cout_g) * cin + co / cout_g * cin_g + ci)] =
-                w[static_cast<std::size_t>(((r * kw + s) * cin_g + ci) * cout + co)];
-    const bool unit_stride = g.stride_h == 1 && g.stride_w == 1;
-    const auto before = [&](std::int64_t span, std::int64_t pad) { return static_cast<int>(unit_stride ? span - 1 - pad : 0); };
+      for (std::int64_t s = 0; s < kw; ++s) {
+        const float* from = w.data() + (r * kw + s) * cin_g * cout;  // [cin_g][cout]
+        float* to = flipped.data() + ((kh - 1 - r) * kw + (kw - 1 - s)) * cout_g * cin;  // [cout_g][cin]
+        for (std::int64_t grp = 0; grp < groups; ++grp)
+          for (std::int64_t col = 0; col < cout_g; ++col)
+            for (std::int64_t ci = 0; ci < cin_g; ++ci)
+              to[col * cin + grp * cin_g + ci] = from[ci * cout + grp * cout_g + col];
+      }
     const kernels::conv_shape shape{.batch = n.out.dim[0],
-                                    .in_height = g.out_height,
-                                    .in_width = g.out_width,
+                                    .in_height = height,
+                                    .in_width = width,
                                     .in_channels = cout,
                                     .out_channels = cin,
                                     .kernel = hw{static_cast<int>(kh), static_cast<int>(kw)},
                                     .stride = 1,
                                     .groups = groups,
-                                    .pad = explicit_padding(before(g.span_h(), g.pad_top), before(g.span_h(), g.pad_bottom),
-                                                            before(g.span_w(), g.pad_left), before(g.span_w(), g.pad_right)),
+                                    .pad = pad,
                                     .dilation = hw{static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w)}};
     return kernels::packed_conv<float>(shape, flipped);
   }

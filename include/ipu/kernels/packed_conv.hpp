@@ -294,6 +294,10 @@ class packed_conv {
     const std::int64_t taps = shape_.kernel.area();
     const std::int64_t vectors = std::min<std::int64_t>(detail::max_panel_vectors, (cout_ + detail::width - 1) / detail::width);
     panel_channels_ = vectors * detail::width;
+    std::size_t size = 0;  // every panel's weights, reserved at once
+    for (std::int64_t c = 0; c < cout_; c += panel_channels_)
+      size += static_cast<std::size_t>(taps * cin_ * std::min<std::int64_t>(vectors, (cout_ - c + detail::width - 1) / detail::width) * detail::width);
+    weights_.reserve(size * static_cast<std::size_t>(shape_.groups));
     for (std::int64_t g = 0; g < shape_.groups; ++g)
       for (std::int64_t c = 0; c < cout_; c += panel_channels_) {
         const panel pn{g * cout_ + c, std::min(panel_channels_, cout_ - c), g * cin_, static_cast<std::int64_t>(weights_.size())};
@@ -312,6 +316,7 @@ class packed_conv {
   void pack_lanes(std::span<const float> kernel) {
     const std::int64_t taps = shape_.kernel.area();
     panel_channels_ = detail::width;
+    weights_.reserve(static_cast<std::size_t>((shape_.out_channels + detail::width - 1) / detail::width * taps * cin_ * detail::width));
     for (std::int64_t c = 0; c < shape_.out_channels; c += detail::width) {
       const panel pn{c, std::min<std::int64_t>(detail::width, shape_.out_channels - c), c,
                      static_cast<std::int64_t>(weights_.size())};
@@ -335,11 +340,16 @@ class packed_conv {
 
   /// Calls `tile(walk, taps, first_position, count)` for runs of output positions `[p0, p1)`
   /// that share their taps: whole interior runs of an output row, and edge positions one by
-  /// one. `walk` starts at tap (0, 0) of the run's first position.
+  /// one; for a 1x1 convolution at stride 1 without padding, where position `p` reads pixel
+  /// `p`, the whole range at once. `walk` starts at tap (0, 0) of the run's first position.
   template <class In, class F>
   void for_each_run(const source<In>& in, std::int64_t p0, std::int64_t p1, F&& tile) const {
     const window_geometry& g = geometry_;
     const std::int64_t c = in.pixel, row = g.in_width * c, ow_n = g.out_width;
+    if (g.pointwise() && g.in_height == g.out_height && g.in_width == g.out_width) {
+      if (p0 < p1) tile(detail::input_walk<In>{in.data, (p0 - in.first_pixel) * c + in.offset, c, row, c}, detail::taps{0, 1, 0, 1}, p0, p1 - p0);
+      return;
+    }
     const std::int64_t per_image = g.positions_per_image();
     // Columns whose every kernel column is inside the image: [lo, hi).
     const std::int64_t lo = std::min(ow_n, (g.pad_left + g.stride_w - 1) / g.stride_w);

@@ -3,7 +3,8 @@
 /// Element-wise kernels on runs of elements: ReLU, the residual add, the sum and product of a
 /// join's inputs, and batch norm folded
 /// into a per-channel scale and shift (`ops/batch_norm.hpp` folds it). Arithmetic in f32,
-/// results rounded to `T`. And `add_scaled`, the multiply-add of the backward passes.
+/// results rounded to `T`. And `add_scaled`, the multiply-add of the backward passes, and
+/// ReLU's backward.
 
 #include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
@@ -63,6 +64,18 @@ inline void add_scaled(float* y, float a, const float* x, std::int64_t n) noexce
   if (i < n) {
     const int rest = static_cast<int>(n - i);
     simd::store(y + i, simd::madd(va, simd::load(x + i, rest), simd::load(y + i, rest)), rest);
+  }
+}
+
+/// ReLU's backward: `dx[i] += x[i] > 0 ? dy[i] : 0` for `i < n`, a vector at a time (`x` the
+/// forward input).
+template <class T>
+void relu_gradient(const T* x, const float* dy, float* dx, std::int64_t n) noexcept {
+  using simd::vec;
+  for (std::int64_t i = 0; i < n; i += vec::width) {
+    const int lanes = n - i < vec::width ? static_cast<int>(n - i) : vec::width;
+    const vec g = simd::where_positive(simd::load_widened(x + i, lanes), simd::load(dy + i, lanes));
+    simd::store(dx + i, simd::add(simd::load(dx + i, lanes), g), lanes);
   }
 }
 

@@ -155,6 +155,14 @@ inline void store(float* p, vec x, int n) noexcept {
 inline vec madd(vec a, vec b, vec c) noexcept { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 /// `a + b` lane by lane.
 inline vec add(vec a, vec b) noexcept { return {_mm512_add_ps(a.v, b.v)}; }
+/// `a - b` lane by lane.
+inline vec sub(vec a, vec b) noexcept { return {_mm512_sub_ps(a.v, b.v)}; }
+/// `a * b` lane by lane.
+inline vec mul(vec a, vec b) noexcept { return {_mm512_mul_ps(a.v, b.v)}; }
+/// `x > 0 ? v : +0` lane by lane (NaN in `x` gives 0): ReLU's gradient `v` at its input `x`.
+inline vec where_positive(vec x, vec v) noexcept {
+  return {_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x.v, _mm512_setzero_ps(), _CMP_GT_OQ), v.v)};
+}
 /// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept { return {_mm512_maskz_max_ps(all, x.v, _mm512_setzero_ps())}; }
 /// `a > b ? a : b` lane by lane, as `std::max(b, a)`.
@@ -218,6 +226,14 @@ inline void store(float* p, vec x, int n) noexcept { _mm256_maskstore_ps(p, deta
 inline vec madd(vec a, vec b, vec c) noexcept { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
 /// `a + b` lane by lane.
 inline vec add(vec a, vec b) noexcept { return {_mm256_add_ps(a.v, b.v)}; }
+/// `a - b` lane by lane.
+inline vec sub(vec a, vec b) noexcept { return {_mm256_sub_ps(a.v, b.v)}; }
+/// `a * b` lane by lane.
+inline vec mul(vec a, vec b) noexcept { return {_mm256_mul_ps(a.v, b.v)}; }
+/// `x > 0 ? v : +0` lane by lane (NaN in `x` gives 0): ReLU's gradient `v` at its input `x`.
+inline vec where_positive(vec x, vec v) noexcept {
+  return {_mm256_and_ps(_mm256_cmp_ps(x.v, _mm256_setzero_ps(), _CMP_GT_OQ), v.v)};
+}
 /// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept { return {_mm256_max_ps(x.v, _mm256_setzero_ps())}; }
 /// `a > b ? a : b` lane by lane, as `std::max(b, a)`.
@@ -290,6 +306,21 @@ inline vec madd(vec a, vec b, vec c) noexcept {
 inline vec add(vec a, vec b) noexcept {
   for (int i = 0; i < vec::width; ++i) a.v[i] += b.v[i];
   return a;
+}
+/// `a - b` lane by lane.
+inline vec sub(vec a, vec b) noexcept {
+  for (int i = 0; i < vec::width; ++i) a.v[i] -= b.v[i];
+  return a;
+}
+/// `a * b` lane by lane.
+inline vec mul(vec a, vec b) noexcept {
+  for (int i = 0; i < vec::width; ++i) a.v[i] *= b.v[i];
+  return a;
+}
+/// `x > 0 ? v : +0` lane by lane (NaN in `x` gives 0): ReLU's gradient `v` at its input `x`.
+inline vec where_positive(vec x, vec v) noexcept {
+  for (int i = 0; i < vec::width; ++i) v.v[i] = x.v[i] > 0.0f ? v.v[i] : 0.0f;
+  return v;
 }
 /// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept {

@@ -10,13 +10,14 @@
 /// statistics; the backward pass gives `d shift = sum dy`, `d scale = sum dy * xhat` and
 /// `dx = scale / sqrt(variance + epsilon) * (dy - d shift / m - xhat * d scale / m)` over the
 /// `m` values of each channel (Ioffe and Szegedy, 2015, section 3). Sums over a channel run in
-/// double, in chunks of positions, then the chunks in order.
+/// f32 within chunks of positions, then over the chunks in order in double.
 
 #include <ipu/ops/batch_norm.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
 
 #include <algorithm>
 #include <any>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -74,33 +75,32 @@ struct batch_norm::kernel : kernel_base {
   template <class Ctx>
   static void forward_training(const Ctx& c) {
     using T = typename Ctx::value_type;
+    using kernels::simd::vec;
+    namespace simd = kernels::simd;
     const std::int64_t channels = c.n.out.channels();
     const double m = static_cast<double>(c.n.out.elements() / channels);
     const T* x = c.input();
-    std::vector<double> mean = channel_sums(c, [&](std::int64_t e, std::int64_t) { return static_cast<double>(kernels::widen(x[e])); });
-    for (double& v : mean) v /= m;
-    std::vector<double> variance = channel_sums(c, [&](std::int64_t e, std::int64_t ch) {
-      const double d = kernels::widen(x[e]) - mean[static_cast<std::size_t>(ch)];
-      return d * d;
+    const auto [sum] = channel_sums<1>(c, [&](std::int64_t e, std::int64_t, int lanes, vec* t) { t[0] = simd::load_widened(x + e, lanes); });
+    batch_statistics s{std::vector<float>(sum.size()), std::vector<float>(sum.size())};
+    for (std::size_t ch = 0; ch < sum.size(); ++ch) s.mean[ch] = static_cast<float>(sum[ch] / m);
+    const float* mean = s.mean.data();
+    const auto [squares] = channel_sums<1>(c, [&](std::int64_t e, std::int64_t ch, int lanes, vec* t) {
+      const vec d = simd::sub(simd::load_widened(x + e, lanes), simd::load(mean + ch, lanes));
+      t[0] = simd::mul(d, d);
     });
-    batch_statistics s{std::vector<float>(mean.size()), std::vector<float>(mean.size())};
     const auto running_mean = c.running("mean"), running_variance = c.running("variance");
-    for (std::size_t ch = 0; ch < mean.size(); ++ch) {
-      variance[ch] /= m;
-      s.mean[ch] = static_cast<float>(mean[ch]);
-      s.inv_std[ch] = static_cast<float>(1.0 / std::sqrt(variance[ch] + batch_norm_epsilon));
-      const double unbiased = m > 1 ? variance[ch] * m / (m - 1) : variance[ch];
-      running_mean[ch] = static_cast<float>(batch_norm_momentum * running_mean[ch] + (1 - batch_norm_momentum) * mean[ch]);
+    for (std::size_t ch = 0; ch < sum.size(); ++ch) {
+      const double variance = squares[ch] / m, unbiased = m > 1 ? squares[ch] / (m - 1) : variance;
+      s.inv_std[ch] = static_cast<float>(1.0 / std::sqrt(variance + batch_norm_epsilon));
+      running_mean[ch] = static_cast<float>(batch_norm_momentum * running_mean[ch] + (1 - batch_norm_momentum) * sum[ch] / m);
       running_variance[ch] =
           static_cast<float>(batch_norm_momentum * running_variance[ch] + (1 - batch_norm_momentum) * unbiased);
     }
-    const auto scale = c.weight("scale"), shift = c.weight("shift");
+    const float *scale = c.weight("scale").data(), *shift = c.weight("shift").data(), *inv_std = s.inv_std.data();
     T* y = c.output();
-    parallel_chunks(c, c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
-      for (std::int64_t e = e0; e < e1; ++e) {
-        const auto ch = static_cast<std::size_t>(e % channels);
-        y[e] = static_cast<T>((kernels::widen(x[e]) - s.mean[ch]) * s.inv_std[ch] * scale[ch] + shift[ch]);
-      }
+    for_each_vector(c, [&](std::int64_t e, std::int64_t ch, int lanes) {
+      const vec xhat = simd::mul(simd::sub(simd::load_widened(x + e, lanes), simd::load(mean + ch, lanes)), simd::load(inv_std + ch, lanes));
+      simd::store_rounded(y + e, simd::madd(xhat, simd::load(scale + ch, lanes), simd::load(shift + ch, lanes)), lanes);
     });
     c.saved() = std::move(s);
   }
@@ -108,18 +108,21 @@ struct batch_norm::kernel : kernel_base {
   /// Training: the gradients of the scale, the shift and the input.
   template <class Ctx>
   static void backward(const Ctx& c) {
+    using kernels::simd::vec;
+    namespace simd = kernels::simd;
     const auto& s = std::any_cast<const batch_statistics&>(c.saved());
     const std::int64_t channels = c.n.out.channels();
     const double m = static_cast<double>(c.n.out.elements() / channels);
     const auto* x = c.input();
     const float* dy = c.grad_output();
-    const auto xhat = [&](std::int64_t e, std::int64_t ch) {
-      const auto k = static_cast<std::size_t>(ch);
-      return (kernels::widen(x[e]) - s.mean[k]) * s.inv_std[k];
+    const float *mean = s.mean.data(), *inv_std = s.inv_std.data();
+    const auto xhat = [&](std::int64_t e, std::int64_t ch, int lanes) {
+      return simd::mul(simd::sub(simd::load_widened(x + e, lanes), simd::load(mean + ch, lanes)), simd::load(inv_std + ch, lanes));
     };
-    const std::vector<double> d_shift = channel_sums(c, [&](std::int64_t e, std::int64_t) { return static_cast<double>(dy[e]); });
-    const std::vector<double> d_scale =
-        channel_sums(c, [&](std::int64_t e, std::int64_t ch) { return static_cast<double>(dy[e]) * xhat(e, ch); });
+    const auto [d_shift, d_scale] = channel_sums<2>(c, [&](std::int64_t e, std::int64_t ch, int lanes, vec* t) {
+      t[0] = simd::load(dy + e, lanes);
+      t[1] = simd::mul(t[0], xhat(e, ch, lanes));
+    });
     const auto g_scale = c.weight_grad("scale"), g_shift = c.weight_grad("shift");
     const auto scale = c.weight("scale");
     std::vector<float> gain(d_shift.size()), mean_shift(d_shift.size()), mean_scale(d_shift.size());
@@ -132,12 +135,10 @@ struct batch_norm::kernel : kernel_base {
     }
     float* dx = c.grad_input();
     if (dx == nullptr) return;
-    parallel_chunks(c, c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
-      for (std::int64_t e = e0; e < e1; ++e) {
-        const std::int64_t ch = e % channels;
-        const auto k = static_cast<std::size_t>(ch);
-        dx[e] += gain[k] * (dy[e] - mean_shift[k] - xhat(e, ch) * mean_scale[k]);
-      }
+    for_each_vector(c, [&](std::int64_t e, std::int64_t ch, int lanes) {
+      const vec centred = simd::sub(simd::load(dy + e, lanes), simd::load(mean_shift.data() + ch, lanes));
+      const vec t = simd::sub(centred, simd::mul(xhat(e, ch, lanes), simd::load(mean_scale.data() + ch, lanes)));
+      simd::store(dx + e, simd::madd(simd::load(gain.data() + ch, lanes), t, simd::load(dx + e, lanes)), lanes);
     });
   }
 
@@ -173,23 +174,55 @@ struct batch_norm::kernel : kernel_base {
   }
 
  private:
-  /// Per channel, the sum over the positions of `term(element, channel)`, in double: chunks
-  /// of positions in parallel, then the chunks' sums in order.
-  template <class Ctx, class F>
-  static std::vector<double> channel_sums(const Ctx& c, F&& term) {
+  /// `Terms` sums per channel over the positions, in double: per chunk of positions, in
+  /// parallel, in f32 vector by vector of channels, position after position; then the chunks'
+  /// sums in order. `terms(e, ch, lanes, t)` sets `t[0..Terms)` to the terms of the `lanes`
+  /// elements from `e`, channels `ch` on of one position.
+  template <int Terms, class Ctx, class F>
+  static std::array<std::vector<double>, Terms> channel_sums(const Ctx& c, F&& terms) {
+    using kernels::simd::vec;
+    namespace simd = kernels::simd;
     const std::int64_t channels = c.n.out.channels(), positions = c.n.out.elements() / channels;
     constexpr std::int64_t chunk = 256;  // positions per work item
     const std::int64_t items = (positions + chunk - 1) / chunk;
-    std::vector<double> partial(static_cast<std::size_t>(items * channels));
+    std::vector<float> partial(static_cast<std::size_t>(items * Terms * channels));
     c.parallel(items, [&](std::int64_t k) {
-      double* acc = partial.data() + k * channels;
+      float* acc = partial.data() + k * Terms * channels;
       for (std::int64_t pos = k * chunk; pos < std::min(positions, (k + 1) * chunk); ++pos)
-        for (std::int64_t ch = 0; ch < channels; ++ch) acc[ch] += term(pos * channels + ch, ch);
+        for (std::int64_t ch = 0; ch < channels; ch += vec::width) {
+          const int lanes = static_cast<int>(std::min<std::int64_t>(vec::width, channels - ch));
+          vec t[Terms];
+          terms(pos * channels + ch, ch, lanes, t);
+          for (int i = 0; i < Terms; ++i) {
+            float* a = acc + i * channels + ch;
+            simd::store(a, simd::add(simd::load(a, lanes), t[i]), lanes);
+          }
+        }
     });
-    std::vector<double> sum(static_cast<std::size_t>(channels));
-    for (std::int64_t k = 0; k < items; ++k)
-      for (std::int64_t ch = 0; ch < channels; ++ch) sum[static_cast<std::size_t>(ch)] += partial[static_cast<std::size_t>(k * channels + ch)];
+    std::array<std::vector<double>, Terms> sum;
+    for (int i = 0; i < Terms; ++i) {
+      sum[static_cast<std::size_t>(i)].assign(static_cast<std::size_t>(channels), 0.0);
+      for (std::int64_t k = 0; k < items; ++k)
+        for (std::int64_t ch = 0; ch < channels; ++ch)
+          sum[static_cast<std::size_t>(i)][static_cast<std::size_t>(ch)] += partial[static_cast<std::size_t>((k * Terms + i) * channels + ch)];
+    }
     return sum;
+  }
+
+  /// `f(e, ch, lanes)` for each vector of channels of each position (`lanes` elements from
+  /// element `e`, channels `ch` on), in chunks of positions over the threads.
+  template <class Ctx, class F>
+  static void for_each_vector(const Ctx& c, F&& f) {
+    using kernels::simd::vec;
+    const std::int64_t channels = c.n.out.channels();
+    parallel_chunks(
+        c, c.n.out.elements() / channels,
+        [&](std::int64_t p0, std::int64_t p1) {
+          for (std::int64_t pos = p0; pos < p1; ++pos)
+            for (std::int64_t ch = 0; ch < channels; ch += vec::width)
+              f(pos * channels + ch, ch, static_cast<int>(std::min<std::int64_t>(vec::width, channels - ch)));
+        },
+        std::max<std::int64_t>(1, training_chunk / channels));
   }
 
   /// The channels whose parameters a tile holding storage `[s0, s1)` receives:

@@ -14,20 +14,18 @@
 ///   kernel taps and input channels (`step_model::taps`, `in_parts`) receives each phase's
 ///   weights and window and continues the same partials.
 /// - Training (`backward`): the gradients of the input, the kernel and the bias, each summed
-///   in f32 in a fixed order, so the same on any number of threads. The kernel's: of an
-///   ungrouped convolution or a dense layer, per chunk of output positions in order, one
-///   product of matrices for all the taps run by `kernels::packed_conv` (`kernel_gradient`); of
-///   a grouped one
-///   whose groups lie within a vector (ResNeXt's, depthwise), per tap and chunk of channels,
-///   the input's vector spread within each group (`small_group_gradient`); of another grouped
-///   one, over the output positions in order by tap, group and block of input channels, blocks
-///   of them in vector registers. The bias's by block of output channels. The input's, at stride
-///   1, is itself a convolution (`input_gradient`):
-///   of the output's gradient, by the kernel flipped along both axes with each group's input
-///   and output channels swapped, run by `kernels::packed_conv` and added to the gradient in
-///   its epilogue; a 1x1 convolution at a larger stride runs that convolution over the output's
-///   positions and adds each result to the pixel the position read; other strides run it over
-///   the output's gradient spread at the stride onto a grid of the input's pitch, zeros between.
+///   in f32 in a fixed order, so the same on any number of threads. The kernel's: of a
+///   grouped convolution whose groups lie within a vector (ResNeXt's, depthwise), per tap and
+///   chunk of channels, the input's vector spread within each group (`small_group_gradient`);
+///   of any other convolution or a dense layer, `X_tap^T dY` per group and tap, by blocks of
+///   its rows and columns, each summed over the output positions in order in registers
+///   (`kernel_gradient`). The bias's by block of output channels. The input's, at stride 1, is
+///   itself a convolution (`input_gradient`): of the output's gradient, by the kernel flipped
+///   along both axes with each group's input and output channels swapped, run by
+///   `kernels::packed_conv` and added to the gradient in its epilogue; a 1x1 convolution at a
+///   larger stride runs that convolution over the output's positions and adds each result to
+///   the pixel the position read; other strides run it over the output's gradient spread at
+///   the stride onto a grid of the input's pitch, zeros between.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/ops/conv.hpp>
@@ -113,11 +111,7 @@ struct matmul_kernel : kernel_base {
     const std::int64_t positions = n.out.elements() / cout;
     const float* dy = c.grad_output();
     const std::span<float> dw = c.weight_grad("kernel");
-    if (groups == 1) {
-      kernel_gradient(c, g, dw);
-    } else if (!in_vector_groups(c, g, dw, cin / groups, cout / groups)) {
-      grouped_kernel_gradient(c, g, dw);
-    }
+    if (groups == 1 || !in_vector_groups(c, g, dw, cin / groups, cout / groups)) kernel_gradient(c, g, dw);
     if (n.layer.bias) {
       const std::span<float> db = c.weight_grad("bias");
       constexpr std::int64_t co_block = 64;  // output channels per work item
@@ -246,118 +240,149 @@ struct matmul_kernel : kernel_base {
     });
   }
 
-  /// Adds the kernel's gradient of a grouped convolution to `dw`: per item, one tap's block of
-  /// `ci_block` input channels of one group by all its output channels, `[ci][co]` in `acc`.
-  /// Positions run in chunks whose gradient rows stay in cache, each chunk through
-  /// `micro_rows` input channels by `micro` output channels at a time, summed in registers;
-  /// every element of `acc` still adds its products position after position, in order.
+  /// Adds the kernel's gradient of a convolution or dense layer to `dw`: per group and tap,
+  /// `dw[tap] += X_tap^T dY`, where row `p` of `X_tap` is the input pixel output position `p`
+  /// reads through the tap (zeros outside the image). The rows of a group's gradient
+  /// (`[tap][ci]`) and its columns (the group's output channels) are cut into blocks of
+  /// `block_rows` by `block_columns`, each block a work item. An item runs over the output
+  /// positions in chunks of `chunk`: it gathers the chunk's values of X for its rows
+  /// (`[position][row]`, read in place for a 1x1 convolution at stride 1) and adds their
+  /// products to its sums, `tile_rows` rows by `tile_vectors` vectors of columns in registers at
+  /// a time, position after position in order. A gradient with fewer blocks than `min_items`
+  /// splits the positions into parts too, at most one per `min_part` chunks, whose sums are
+  /// added to `dw` part after part. Neither the blocks nor the parts depend on the threads.
   template <class Ctx>
-  static void grouped_kernel_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
+  static void kernel_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
     using kernels::simd::vec;
+    using value = std::remove_cvref_t<decltype(*c.input())>;
     const node& n = c.n;
-    const std::int64_t groups = n.layer.groups;
+    const std::int64_t groups = n.kind == op_of<conv> ? n.layer.groups : 1;
     const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
-    const std::int64_t taps = g.kernel_h * g.kernel_w, positions = n.out.elements() / cout;
-    const auto* x = c.input();
+    const std::int64_t taps = g.kernel_h * g.kernel_w, positions = n.out.elements() / cout, rows = taps * cin_g;
+    const std::int64_t row_blocks = detail::div_up(rows, block_rows), column_blocks = detail::div_up(cout_g, block_columns);
+    const std::int64_t blocks = groups * row_blocks * column_blocks, chunks = detail::div_up(positions, chunk);
+    const std::int64_t parts = std::clamp<std::int64_t>(detail::div_up(min_items, blocks), 1, std::max<std::int64_t>(1, chunks / min_part));
+    const bool in_place = std::is_same_v<value, float> && g.pointwise() && g.pad_top == 0 && g.pad_left == 0 &&
+                          g.in_height == g.out_height && g.in_width == g.out_width;
+    const value* x = c.input();
     const float* dy = c.grad_output();
-    constexpr std::int64_t ci_block = 16, chunk = 128, micro_rows = 4, micro_vectors = 2;
-    constexpr std::int64_t micro = micro_vectors * vec::width;
-    const std::int64_t ci_blocks = detail::div_up(cin_g, ci_block);
-    c.parallel(taps * groups * ci_blocks, [&](std::int64_t item) {
-      const std::int64_t tap = item / (groups * ci_blocks), grp = item / ci_blocks % groups;
-      const std::int64_t ci0 = item % ci_blocks * ci_block, ci1 = std::min(cin_g, ci0 + ci_block);
-      std::vector<float> acc(static_cast<std::size_t>((ci1 - ci0) * cout_g));
-      std::int64_t pixels[chunk], at[chunk];
-      for (std::int64_t p0 = 0; p0 < positions; p0 += chunk) {
-        std::int64_t count = 0;  // the chunk's positions whose tap falls inside the image
-        for (std::int64_t p = p0; p < std::min(positions, p0 + chunk); ++p)
-          if (const std::int64_t pixel = g.tap_pixel(p, tap / g.kernel_w, tap % g.kernel_w); pixel >= 0)
-            pixels[count] = pixel * cin + grp * cin_g, at[count++] = p * cout + grp * cout_g;
-        for (std::int64_t co = 0; co < cout_g; co += micro)
-          for (std::int64_t ci = ci0; ci < ci1; ci += micro_rows) {
-            const std::int64_t rows = std::min(micro_rows, ci1 - ci);
-            int lanes[micro_vectors];
-            vec sum[micro_rows][micro_vectors];
-            for (std::int64_t v = 0; v < micro_vectors; ++v) {
-              lanes[v] = lanes_from(cout_g - co - v * vec::width);
-              for (std::int64_t r = 0; r < rows; ++r)
-                sum[r][v] = lanes[v] > 0 ? kernels::simd::load(acc.data() + (ci - ci0 + r) * cout_g + co + v * vec::width, lanes[v])
-                                         : kernels::simd::zero();
-            }
-            for (std::int64_t k = 0; k < count; ++k) {
-              vec d[micro_vectors];
-              for (std::int64_t v = 0; v < micro_vectors; ++v)
-                d[v] = lanes[v] > 0 ? kernels::simd::load(dy + at[k] + co + v * vec::width, lanes[v]) : kernels::simd::zero();
-              for (std::int64_t r = 0; r < rows; ++r) {
-                const vec xv = kernels::simd::splat(kernels::widen(x[pixels[k] + ci + r]));
-                for (std::int64_t v = 0; v < micro_vectors; ++v) sum[r][v] = kernels::simd::madd(xv, d[v], sum[r][v]);
-              }
-            }
-            for (std::int64_t r = 0; r < rows; ++r)
-              for (std::int64_t v = 0; v < micro_vectors; ++v)
-                if (lanes[v] > 0) kernels::simd::store(acc.data() + (ci - ci0 + r) * cout_g + co + v * vec::width, sum[r][v], lanes[v]);
-          }
+    std::vector<float> sums(parts > 1 ? static_cast<std::size_t>(parts * rows * cout) : 0);  // per part, as `dw`
+    c.parallel(blocks * parts, [&](std::int64_t item) {
+      const std::int64_t part = item % parts, block = item / parts;
+      const std::int64_t grp = block / (row_blocks * column_blocks), rb = block / column_blocks % row_blocks;
+      const std::int64_t r0 = rb * block_rows, height = std::min(rows, r0 + block_rows) - r0;
+      const std::int64_t c0 = block % column_blocks * block_columns, width = std::min(cout_g, c0 + block_columns) - c0;
+      thread_local std::vector<float> gathered, acc;
+      acc.assign(static_cast<std::size_t>(block_rows * block_columns), 0.0f);
+      if (!in_place) gathered.resize(static_cast<std::size_t>(chunk * block_rows));
+      for (std::int64_t p0 = part * chunks / parts * chunk, end = std::min(positions, (part + 1) * chunks / parts * chunk);
+           p0 < end; p0 += chunk) {
+        const std::int64_t count = std::min(chunk, end - p0);
+        const float* a = nullptr;
+        std::int64_t lda = block_rows;
+        if constexpr (std::is_same_v<value, float>)
+          if (in_place) a = x + p0 * cin + grp * cin_g + r0, lda = cin;
+        if (a == nullptr) {
+          gather_rows(g, x + grp * cin_g, cin, cin_g, p0, count, r0, height, gathered.data());
+          a = gathered.data();
+        }
+        const float* b = dy + p0 * cout + grp * cout_g + c0;
+        for (std::int64_t col = 0; col < width; col += tile_vectors * vec::width) {
+          int lanes[tile_vectors];
+          for (int v = 0; v < tile_vectors; ++v) lanes[v] = lanes_from(width - col - v * vec::width);
+          for (std::int64_t r = 0; r < height; r += tile_rows)
+            add_tile(std::min(tile_rows, height - r), a + r, lda, b + col, cout, count, acc.data() + r * block_columns + col, lanes);
+        }
       }
-      for (std::int64_t ci = ci0; ci < ci1; ++ci)
-        for (std::int64_t co = 0; co < cout_g; ++co)
-          dw[static_cast<std::size_t>((tap * cin_g + ci) * cout + grp * cout_g + co)] +=
-              acc[static_cast<std::size_t>((ci - ci0) * cout_g + co)];
+      float* to = (parts > 1 ? sums.data() + part * rows * cout : dw.data()) + r0 * cout + grp * cout_g + c0;
+      for (std::int64_t r = 0; r < height; ++r) {
+        if (parts > 1) {
+          std::copy_n(acc.data() + r * block_columns, width, to + r * cout);
+        } else {
+          kernels::add_scaled(to + r * cout, 1.0f, acc.data() + r * block_columns, width);
+        }
+      }
+    });
+    if (parts == 1) return;
+    parallel_chunks(c, rows * cout, [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; ++e) {
+        float s = sums[static_cast<std::size_t>(e)];
+        for (std::int64_t part = 1; part < parts; ++part) s += sums[static_cast<std::size_t>(part * rows * cout + e)];
+        dw[static_cast<std::size_t>(e)] += s;
+      }
     });
   }
 
-  /// Adds the kernel's gradient of an ungrouped convolution or dense layer to `dw`: for each
-  /// tap, `dw[tap] += X_tap^T dY`, where row `p` of `X_tap` is the input pixel output position
-  /// `p` reads through the tap (zeros outside the image). The positions run in chunks of
-  /// `chunk`, in order; each chunk's products for all the taps are one 1x1 convolution run by
-  /// `kernels::packed_conv`, of the chunk's `X_tap`s transposed (`[tap][cin]` positions of
-  /// `[chunk]` channels, as many rows as `dw` has) by its rows of the output's gradient as the
-  /// kernel (`[chunk][cout]`), which sums them from +0 in registers and adds the sum to `dw` in
-  /// its epilogue.
-  template <class Ctx>
-  static void kernel_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
-    const node& n = c.n;
-    const std::int64_t cin = n.in.channels(), cout = n.out.channels();
-    const std::int64_t taps = g.kernel_h * g.kernel_w, positions = n.out.elements() / cout;
-    const auto* x = c.input();
-    const float* dy = c.grad_output();
-    constexpr std::int64_t chunk = 256;  // positions: a panel of the kernel (256 rows of up to 4 vectors) stays in cache
-    constexpr std::int64_t block = 32;   // positions per item of the transpose: 32 rows stay in cache
-    std::vector<float> xt(static_cast<std::size_t>(taps * cin * std::min(chunk, positions)));  // X_tap transposed, per tap
-    struct origin {
-      std::int64_t image_row, row, col;  // image * in_height; the window's first row and column
-    };
-    std::vector<origin> origins(static_cast<std::size_t>(std::min(chunk, positions)));
-    const std::int64_t per_image = g.positions_per_image();
-    for (std::int64_t p0 = 0; p0 < positions; p0 += chunk) {
-      const std::int64_t k = std::min(chunk, positions - p0);
-      for (std::int64_t p = 0; p < k; ++p) {
-        const std::int64_t at = (p0 + p) % per_image;
-        origins[static_cast<std::size_t>(p)] = {(p0 + p) / per_image * g.in_height, at / g.out_width * g.stride_h - g.pad_top,
-                                                at % g.out_width * g.stride_w - g.pad_left};
-      }
-      const kernels::packed_conv<float> q(
-          kernels::conv_shape{.batch = 1, .in_height = 1, .in_width = taps * cin, .in_channels = k, .out_channels = cout,
-                              .kernel = 1, .stride = 1, .groups = 1, .pad = explicit_padding(0, 0, 0, 0)},
-          std::span<const float>(dy + p0 * cout, static_cast<std::size_t>(k * cout)));
-      const std::int64_t blocks = detail::div_up(k, block);
-      c.parallel(taps * blocks, [&](std::int64_t item) {
-        const std::int64_t tap = item / blocks, b0 = item % blocks * block, b1 = std::min(k, b0 + block);
-        const std::int64_t down = tap / g.kernel_w * g.dilation_h, right = tap % g.kernel_w * g.dilation_w;
-        std::int64_t pixels[block];
-        for (std::int64_t p = b0; p < b1; ++p) {  // as `tap_pixel`
-          const origin& o = origins[static_cast<std::size_t>(p)];
-          const std::int64_t ih = o.row + down, iw = o.col + right;
-          pixels[p - b0] = ih < 0 || ih >= g.in_height || iw < 0 || iw >= g.in_width ? -1 : (o.image_row + ih) * g.in_width + iw;
+  // The blocks of `kernel_gradient`: sums of 48 rows by two register tiles of columns (on
+  // AVX-512 128 columns, 24 KiB, in L1 beside a chunk's 256 gathered positions of 48 rows,
+  // 48 KiB, in L2); register tiles as `kernels::packed_conv`'s widest (6 rows by 4 vectors on
+  // AVX-512, 24 of its 32 registers).
+  static constexpr std::int64_t tile_vectors = kernels::IPU_SIMD_NAMESPACE::detail::max_panel_vectors;
+  static constexpr std::int64_t tile_rows = kernels::IPU_SIMD_NAMESPACE::detail::dense_rows(tile_vectors);
+  static constexpr std::int64_t chunk = 256, block_rows = 48, block_columns = 2 * tile_vectors * kernels::simd::vec::width;
+  static constexpr std::int64_t min_items = 8, min_part = 4;
+
+  /// Gathers rows `[r0, r0 + height)` (`[tap][ci]`, `cin_g` channels per tap) of `X_tap` for
+  /// output positions `[p0, p0 + count)`, widened, into `to` (`[position][row]`, `block_rows`
+  /// floats per position); `x` points at the group's first channel, `cin` apart per pixel.
+  template <class T>
+  static void gather_rows(const kernels::window_geometry& g, const T* x, std::int64_t cin, std::int64_t cin_g, std::int64_t p0,
+                          std::int64_t count, std::int64_t r0, std::int64_t height, float* to) {
+    for (std::int64_t tap = r0 / cin_g; tap * cin_g < r0 + height; ++tap) {
+      const std::int64_t lo = std::max(r0, tap * cin_g), hi = std::min(r0 + height, (tap + 1) * cin_g);
+      for (std::int64_t p = 0; p < count; ++p) {
+        float* row = to + p * block_rows + (lo - r0);
+        const std::int64_t pixel = g.tap_pixel(p0 + p, tap / g.kernel_w, tap % g.kernel_w);
+        if (pixel < 0) {
+          std::fill(row, row + (hi - lo), 0.0f);
+        } else {
+          const T* from = x + pixel * cin + (lo - tap * cin_g);
+          for (std::int64_t k = 0; k < hi - lo; ++k) row[k] = kernels::widen(from[k]);
         }
-        float* to = xt.data() + tap * cin * k;
-        for (std::int64_t ci = 0; ci < cin; ++ci)
-          for (std::int64_t p = b0; p < b1; ++p)
-            to[ci * k + p] = pixels[p - b0] < 0 ? 0.0f : kernels::widen(x[pixels[p - b0] * cin + ci]);
-      });
-      kernels::epilogue<float> e;
-      e.residual = dw.data();  // each element read, then written, by the one tile computing it
-      c.parallel(q.work_items(), [&](std::int64_t item) { q.run(xt.data(), dw.data(), e, item); });
+      }
     }
+  }
+
+  /// `acc[r][col] += sum over k of a[k][r] * b[k][col]` for `rows` rows (at most
+  /// `tile_rows`, `lda` apart in `a`, `block_columns` apart in `acc`) and the columns of
+  /// `lanes` (up to `tile_vectors` vectors, those past the first empty one unused), `k` from 0
+  /// to `count` in order.
+  static void add_tile(std::int64_t rows, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                       std::int64_t count, float* acc, const int* lanes) {
+    using kernels::IPU_SIMD_NAMESPACE::detail::unroll;
+    using kernels::simd::vec;
+    const auto run = [&]<int Rows, int Vectors, bool Whole>() {
+      const auto load = [&](const float* p, int v) {
+        if constexpr (Whole) return kernels::simd::load(p);
+        return kernels::simd::load(p, lanes[v]);
+      };
+      vec sum[Rows][Vectors];  // a local that never escapes, so that it lives in registers
+      unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { sum[r][v] = load(acc + r * block_columns + v * vec::width, v); }); });
+      for (std::int64_t k = 0; k < count; ++k) {
+        vec d[Vectors];
+        unroll<Vectors>([&](auto v) { d[v] = load(b + k * ldb + v * vec::width, v); });
+        unroll<Rows>([&](auto r) {
+          const vec xv = kernels::simd::splat(a[k * lda + r]);
+          unroll<Vectors>([&](auto v) { sum[r][v] = kernels::simd::madd(xv, d[v], sum[r][v]); });
+        });
+      }
+      unroll<Rows>([&](auto r) {
+        unroll<Vectors>([&](auto v) { kernels::simd::store(acc + r * block_columns + v * vec::width, sum[r][v], lanes[v]); });
+      });
+    };
+    const auto with_vectors = [&]<int Rows>() {
+      int vectors = 0;
+      while (vectors < tile_vectors && lanes[vectors] > 0) ++vectors;
+      const bool whole = lanes[vectors - 1] == vec::width;
+      kernels::IPU_SIMD_NAMESPACE::detail::with_count<tile_vectors>(vectors, [&](auto v) {
+        if (whole) {
+          run.template operator()<Rows, v, true>();
+        } else {
+          run.template operator()<Rows, v, false>();
+        }
+      });
+    };
+    kernels::IPU_SIMD_NAMESPACE::detail::with_count<tile_rows>(static_cast<int>(rows), [&](auto r) { with_vectors.template operator()<r>(); });
   }
 
   /// The convolution giving the input's gradient of node `n` (geometry `g`, kernel `w` as the
@@ -374,10 +399,12 @@ struct matmul_kernel : kernel_base {
       for (std::int64_t s = 0; s < kw; ++s) {
         const float* from = w.data() + (r * kw + s) * cin_g * cout;  // [cin_g][cout]
         float* to = flipped.data() + ((kh - 1 - r) * kw + (kw - 1 - s)) * cout_g * cin;  // [cout_g][cin]
+        constexpr std::int64_t block = 16;  // input channels per pass: one cache line of `to` per column
         for (std::int64_t grp = 0; grp < groups; ++grp)
-          for (std::int64_t col = 0; col < cout_g; ++col)
-            for (std::int64_t ci = 0; ci < cin_g; ++ci)
-              to[col * cin + grp * cin_g + ci] = from[ci * cout + grp * cout_g + col];
+          for (std::int64_t ci0 = 0; ci0 < cin_g; ci0 += block)
+            for (std::int64_t col = 0; col < cout_g; ++col)
+              for (std::int64_t ci = ci0; ci < std::min(cin_g, ci0 + block); ++ci)
+                to[col * cin + grp * cin_g + ci] = from[ci * cout + grp * cout_g + col];
       }
     const kernels::conv_shape shape{.batch = n.out.dim[0],
                                     .in_height = height,

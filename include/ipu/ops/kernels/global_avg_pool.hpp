@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace ipu::ops {
 
@@ -52,16 +53,18 @@ struct global_pool_kernel : kernel_base {
       const auto* xi = x + image * hw * channels;
       float* dxi = dx + image * hw * channels;
       const float* dyi = dy + image * channels;
-      for (std::int64_t k = 0; k < channels; ++k) {
-        if constexpr (Max) {
+      if constexpr (Max) {
+        for (std::int64_t k = 0; k < channels; ++k) {
           std::int64_t at = 0;
           for (std::int64_t q = 1; q < hw; ++q)
             if (kernels::widen(xi[q * channels + k]) > kernels::widen(xi[at * channels + k])) at = q;
           dxi[at * channels + k] += dyi[k];
-        } else {
-          const float share = dyi[k] / static_cast<float>(hw);
-          for (std::int64_t q = 0; q < hw; ++q) dxi[q * channels + k] += share;
         }
+      } else {
+        thread_local std::vector<float> share;
+        share.resize(static_cast<std::size_t>(channels));
+        for (std::int64_t k = 0; k < channels; ++k) share[static_cast<std::size_t>(k)] = dyi[k] / static_cast<float>(hw);
+        for (std::int64_t q = 0; q < hw; ++q) kernels::add_scaled(dxi + q * channels, 1.0f, share.data(), channels);
       }
     });
   }

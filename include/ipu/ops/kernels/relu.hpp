@@ -6,7 +6,6 @@
 
 #include <ipu/ops/kernels/kernel.hpp>
 #include <ipu/ops/relu.hpp>
-#include <ipu/ops/unary.hpp>
 
 #include <cstdint>
 
@@ -26,10 +25,15 @@ struct relu::kernel : kernel_base {
   static void fuse(kernels::epilogue<T>& e, const Ctx&, int, int) {
     e.relu = true;
   }
-  /// Training: `dx += dy * df(x)`, as every element-wise op (`unary_kernel`).
+  /// Training: `dx += x > 0 ? dy : 0` (`kernels::relu_gradient`), `x` the forward input.
   template <class Ctx>
   static void backward(const Ctx& c) {
-    unary_kernel<relu>::backward(c);
+    float* dx = c.grad_input();
+    if (dx == nullptr) return;
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    parallel_chunks(c, c.n.out.elements(),
+                    [&](std::int64_t e0, std::int64_t e1) { kernels::relu_gradient(x + e0, dy + e0, dx + e0, e1 - e0); });
   }
   /// The tile's elements, read where the input lives (mapped as the output).
   template <class Ctx>

@@ -70,6 +70,14 @@ constexpr auto strided_net = ipu::input<ipu::f32, 2, 9, 9, 4>
     | nn::conv<6, 3, 3, 2>.dilated(nn::dilation<2>)
     | nn::flatten | nn::dense<3>;
 
+// Strides 2 and 3 whose input gradients run phase by phase: each phase of input pixels, those
+// the same taps reach, a stride-1 convolution of the output's gradient by those taps.
+constexpr auto phased_net = ipu::input<ipu::f32, 2, 9, 9, 3>
+    | nn::conv<4, 1>
+    | nn::conv<6, 3, 2>
+    | nn::conv<8, 5, 3>
+    | nn::flatten | nn::dense<3>;
+
 // Groups of 4 and of 8 channels over several vectors and a part of one (24 and 40 channels):
 // their kernels' gradients spread each group's inputs within a vector.
 constexpr auto vector_groups_net = ipu::input<ipu::f32, 2, 6, 6, 5>
@@ -114,6 +122,10 @@ TEST_CASE("convolutions' gradients: 1x1 and 3x3 strided, grouped, depthwise, dil
 
 TEST_CASE("strided convolutions' input gradients: the most padding, stride 3 dilated and grouped") {
   check_gradients<decltype(strided_net)>(5e-4);
+}
+
+TEST_CASE("strided convolutions' input gradients phase by phase, at strides 2 and 3") {
+  check_gradients<decltype(phased_net)>(5e-4);
 }
 
 TEST_CASE("grouped convolutions' kernel gradients: groups of 4 and 8 channels over 24 and 40 channels") {

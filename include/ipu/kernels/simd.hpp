@@ -163,6 +163,20 @@ inline vec mul(vec a, vec b) noexcept { return {_mm512_mul_ps(a.v, b.v)}; }
 inline vec where_positive(vec x, vec v) noexcept {
   return {_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x.v, _mm512_setzero_ps(), _CMP_GT_OQ), v.v)};
 }
+/// `acc[i] += double(a[i]) * double(b[i])` for `i < n` (`0 <= n <= width`): sums in double of
+/// f32 products, each exact in double, so each sum is rounded once.
+inline void madd_widened(double* acc, vec a, vec b, int n) noexcept {
+  const auto half = [](__m512 x, int h) {  // masked forms: GCC's unmasked ones read an undefined register
+    const __m256d bits = h == 0 ? _mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(x), 0)
+                                : _mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(x), 1);
+    return _mm512_maskz_cvtps_pd(0xFF, _mm256_castpd_ps(bits));
+  };
+  for (int h = 0; h < 2; ++h) {
+    const int lanes = n - 8 * h < 0 ? 0 : n - 8 * h > 8 ? 8 : n - 8 * h;
+    const auto m = static_cast<__mmask8>((1u << lanes) - 1);
+    _mm512_mask_storeu_pd(acc + 8 * h, m, _mm512_fmadd_pd(half(a.v, h), half(b.v, h), _mm512_maskz_loadu_pd(m, acc + 8 * h)));
+  }
+}
 /// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept { return {_mm512_maskz_max_ps(all, x.v, _mm512_setzero_ps())}; }
 /// `a > b ? a : b` lane by lane, as `std::max(b, a)`.
@@ -233,6 +247,21 @@ inline vec mul(vec a, vec b) noexcept { return {_mm256_mul_ps(a.v, b.v)}; }
 /// `x > 0 ? v : +0` lane by lane (NaN in `x` gives 0): ReLU's gradient `v` at its input `x`.
 inline vec where_positive(vec x, vec v) noexcept {
   return {_mm256_and_ps(_mm256_cmp_ps(x.v, _mm256_setzero_ps(), _CMP_GT_OQ), v.v)};
+}
+/// `acc[i] += double(a[i]) * double(b[i])` for `i < n` (`0 <= n <= width`): sums in double of
+/// f32 products, each exact in double, so each sum is rounded once.
+inline void madd_widened(double* acc, vec a, vec b, int n) noexcept {
+  if (n == vec::width) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256d ah = _mm256_cvtps_pd(h == 0 ? _mm256_castps256_ps128(a.v) : _mm256_extractf128_ps(a.v, 1));
+      const __m256d bh = _mm256_cvtps_pd(h == 0 ? _mm256_castps256_ps128(b.v) : _mm256_extractf128_ps(b.v, 1));
+      _mm256_storeu_pd(acc + 4 * h, _mm256_fmadd_pd(ah, bh, _mm256_loadu_pd(acc + 4 * h)));
+    }
+    return;
+  }
+  float fa[vec::width], fb[vec::width];
+  store(fa, a), store(fb, b);
+  for (int i = 0; i < n; ++i) acc[i] = std::fma(static_cast<double>(fa[i]), static_cast<double>(fb[i]), acc[i]);
 }
 /// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept { return {_mm256_max_ps(x.v, _mm256_setzero_ps())}; }
@@ -321,6 +350,11 @@ inline vec mul(vec a, vec b) noexcept {
 inline vec where_positive(vec x, vec v) noexcept {
   for (int i = 0; i < vec::width; ++i) v.v[i] = x.v[i] > 0.0f ? v.v[i] : 0.0f;
   return v;
+}
+/// `acc[i] += double(a[i]) * double(b[i])` for `i < n` (`0 <= n <= width`): sums in double of
+/// f32 products, each exact in double, so each sum is rounded once.
+inline void madd_widened(double* acc, vec a, vec b, int n) noexcept {
+  for (int i = 0; i < n; ++i) acc[i] = std::fma(static_cast<double>(a.v[i]), static_cast<double>(b.v[i]), acc[i]);
 }
 /// `x > 0 ? x : +0` lane by lane (NaN gives 0), as `kernels::relu`.
 inline vec relu(vec x) noexcept {

@@ -10,7 +10,7 @@
 /// statistics; the backward pass gives `d shift = sum dy`, `d scale = sum dy * xhat` and
 /// `dx = scale / sqrt(variance + epsilon) * (dy - d shift / m - xhat * d scale / m)` over the
 /// `m` values of each channel (Ioffe and Szegedy, 2015, section 3). Sums over a channel run in
-/// f32 within chunks of positions, then over the chunks in order in double.
+/// double, in chunks of positions, then the chunks in order.
 
 #include <ipu/ops/batch_norm.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
@@ -80,13 +80,14 @@ struct batch_norm::kernel : kernel_base {
     const std::int64_t channels = c.n.out.channels();
     const double m = static_cast<double>(c.n.out.elements() / channels);
     const T* x = c.input();
-    const auto [sum] = channel_sums<1>(c, [&](std::int64_t e, std::int64_t, int lanes, vec* t) { t[0] = simd::load_widened(x + e, lanes); });
+    const auto [sum] = channel_sums<1>(c, [&](std::int64_t e, std::int64_t, int lanes, vec* a, vec* b) {
+      a[0] = simd::load_widened(x + e, lanes), b[0] = simd::splat(1.0f);
+    });
     batch_statistics s{std::vector<float>(sum.size()), std::vector<float>(sum.size())};
     for (std::size_t ch = 0; ch < sum.size(); ++ch) s.mean[ch] = static_cast<float>(sum[ch] / m);
     const float* mean = s.mean.data();
-    const auto [squares] = channel_sums<1>(c, [&](std::int64_t e, std::int64_t ch, int lanes, vec* t) {
-      const vec d = simd::sub(simd::load_widened(x + e, lanes), simd::load(mean + ch, lanes));
-      t[0] = simd::mul(d, d);
+    const auto [squares] = channel_sums<1>(c, [&](std::int64_t e, std::int64_t ch, int lanes, vec* a, vec* b) {
+      a[0] = b[0] = simd::sub(simd::load_widened(x + e, lanes), simd::load(mean + ch, lanes));
     });
     const auto running_mean = c.running("mean"), running_variance = c.running("variance");
     for (std::size_t ch = 0; ch < sum.size(); ++ch) {
@@ -119,9 +120,9 @@ struct batch_norm::kernel : kernel_base {
     const auto xhat = [&](std::int64_t e, std::int64_t ch, int lanes) {
       return simd::mul(simd::sub(simd::load_widened(x + e, lanes), simd::load(mean + ch, lanes)), simd::load(inv_std + ch, lanes));
     };
-    const auto [d_shift, d_scale] = channel_sums<2>(c, [&](std::int64_t e, std::int64_t ch, int lanes, vec* t) {
-      t[0] = simd::load(dy + e, lanes);
-      t[1] = simd::mul(t[0], xhat(e, ch, lanes));
+    const auto [d_shift, d_scale] = channel_sums<2>(c, [&](std::int64_t e, std::int64_t ch, int lanes, vec* a, vec* b) {
+      a[0] = a[1] = simd::load(dy + e, lanes);
+      b[0] = simd::splat(1.0f), b[1] = xhat(e, ch, lanes);
     });
     const auto g_scale = c.weight_grad("scale"), g_shift = c.weight_grad("shift");
     const auto scale = c.weight("scale");
@@ -174,29 +175,25 @@ struct batch_norm::kernel : kernel_base {
   }
 
  private:
-  /// `Terms` sums per channel over the positions, in double: per chunk of positions, in
-  /// parallel, in f32 vector by vector of channels, position after position; then the chunks'
-  /// sums in order. `terms(e, ch, lanes, t)` sets `t[0..Terms)` to the terms of the `lanes`
-  /// elements from `e`, channels `ch` on of one position.
+  /// `Terms` sums per channel over the positions, in double: per chunk of positions in
+  /// parallel, then the chunks' sums in order. `terms(e, ch, lanes, a, b)` sets term `i` of
+  /// the `lanes` elements from `e` (channels `ch` on, of one position) to `a[i] * b[i]`, a
+  /// product of f32 vectors taken in double (`simd::madd_widened`).
   template <int Terms, class Ctx, class F>
   static std::array<std::vector<double>, Terms> channel_sums(const Ctx& c, F&& terms) {
     using kernels::simd::vec;
-    namespace simd = kernels::simd;
     const std::int64_t channels = c.n.out.channels(), positions = c.n.out.elements() / channels;
     constexpr std::int64_t chunk = 256;  // positions per work item
     const std::int64_t items = (positions + chunk - 1) / chunk;
-    std::vector<float> partial(static_cast<std::size_t>(items * Terms * channels));
+    std::vector<double> partial(static_cast<std::size_t>(items * Terms * channels));
     c.parallel(items, [&](std::int64_t k) {
-      float* acc = partial.data() + k * Terms * channels;
+      double* acc = partial.data() + k * Terms * channels;
       for (std::int64_t pos = k * chunk; pos < std::min(positions, (k + 1) * chunk); ++pos)
         for (std::int64_t ch = 0; ch < channels; ch += vec::width) {
           const int lanes = static_cast<int>(std::min<std::int64_t>(vec::width, channels - ch));
-          vec t[Terms];
-          terms(pos * channels + ch, ch, lanes, t);
-          for (int i = 0; i < Terms; ++i) {
-            float* a = acc + i * channels + ch;
-            simd::store(a, simd::add(simd::load(a, lanes), t[i]), lanes);
-          }
+          vec a[Terms], b[Terms];
+          terms(pos * channels + ch, ch, lanes, a, b);
+          for (int i = 0; i < Terms; ++i) kernels::simd::madd_widened(acc + i * channels + ch, a[i], b[i], lanes);
         }
     });
     std::array<std::vector<double>, Terms> sum;

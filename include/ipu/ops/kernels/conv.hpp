@@ -24,8 +24,10 @@
 ///   along both axes with each group's input and output channels swapped, run by
 ///   `kernels::packed_conv` and added to the gradient in its epilogue; a 1x1 convolution at a
 ///   larger stride runs that convolution over the output's positions and adds each result to
-///   the pixel the position read; other strides run it over the output's gradient spread at
-///   the stride onto a grid of the input's pitch, zeros between.
+///   the pixel the position read; other strides run it phase by phase, each phase of input
+///   pixels (those the same taps reach) a stride-1 convolution by those taps
+///   (`strided_phases`), or, with dilation or where a phase would need negative padding, over
+///   the output's gradient spread at the stride onto a grid of the input's pitch, zeros between.
 
 #include <ipu/core/arith.hpp>
 #include <ipu/ops/conv.hpp>
@@ -147,6 +149,7 @@ struct matmul_kernel : kernel_base {
       });
       return;
     }
+    if (g.dilation_h == 1 && g.dilation_w == 1 && strided_phases(c, g, w, dx)) return;
     // Other strides: the output's gradient spread onto a grid of the input's pitch, each
     // position at its stride and zeros between, as far as a tap reaches the input; then the
     // stride-1 convolution of the grid that gives the input's shape, added to the gradient
@@ -170,6 +173,51 @@ struct matmul_kernel : kernel_base {
     c.parallel(q.work_items(), [&](std::int64_t item) { q.run(grid.data(), dx, into_dx, item); });
   }
 
+  /// Adds the input's gradient of a convolution at a stride above 1 (dilation 1) to `dx`, phase
+  /// by phase, and returns true; returns false, computing nothing, when a phase would need
+  /// negative padding. Input pixels whose row and column leave the same residues modulo the
+  /// strides (a phase) are reached by the same taps; each phase's gradient is the stride-1
+  /// convolution of the output's gradient by those taps (`input_gradient` with `first` and
+  /// `step`), computed into a buffer and added to its pixels. Unlike a convolution over the
+  /// gradient spread onto the input's grid, no product is by a zero.
+  template <class Ctx>
+  static bool strided_phases(const Ctx& c, const kernels::window_geometry& g, std::span<const float> w, float* dx) {
+    const node& n = c.n;
+    const std::int64_t cin = n.in.channels(), images = n.out.dim[0];
+    struct phase {
+      int rh, rw;
+      phase_axis v, h;
+    };
+    std::vector<phase> phases;
+    for (int rh = 0; rh < g.stride_h; ++rh)
+      for (int rw = 0; rw < g.stride_w; ++rw) {
+        const phase_axis v = phase_along(rh, g.in_height, g.out_height, g.kernel_h, g.stride_h, g.pad_top);
+        const phase_axis h = phase_along(rw, g.in_width, g.out_width, g.kernel_w, g.stride_w, g.pad_left);
+        if (v.taps == 0 || h.taps == 0 || v.count == 0 || h.count == 0) continue;  // no tap reaches these pixels
+        const auto fits = [](const phase_axis& a) { return a.before >= 0 && a.after >= 0 && a.before < a.taps && a.after < a.taps; };
+        if (!fits(v) || !fits(h)) return false;
+        phases.push_back({rh, rw, v, h});
+      }
+    const float* dy = c.grad_output();
+    std::vector<float> out;
+    for (const auto& [rh, rw, v, h] : phases) {
+      const kernels::packed_conv<float> q = input_gradient(
+          n, g, w, g.out_height, g.out_width,
+          explicit_padding(static_cast<int>(v.before), static_cast<int>(v.after), static_cast<int>(h.before), static_cast<int>(h.after)),
+          hw{rh, rw}, hw{static_cast<int>(g.stride_h), static_cast<int>(g.stride_w)});
+      out.resize(static_cast<std::size_t>(images * v.count * h.count * cin));
+      c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, out.data(), {}, item); });
+      c.parallel(images * v.count, [&](std::int64_t row) {
+        const std::int64_t image = row / v.count, ih = (v.first + row % v.count) * g.stride_h + rh - g.pad_top;
+        for (std::int64_t k = 0; k < h.count; ++k) {
+          const std::int64_t iw = (h.first + k) * g.stride_w + rw - g.pad_left;
+          kernels::add_scaled(dx + ((image * g.in_height + ih) * g.in_width + iw) * cin, 1.0f, out.data() + (row * h.count + k) * cin, cin);
+        }
+      });
+    }
+    return true;
+  }
+
   /// Adds the kernel's gradient of a grouped convolution whose groups lie within a vector (as
   /// many input as output channels per group, a power of two dividing the vector's width:
   /// ResNeXt's and depthwise convolutions) to `dw`, and returns true; returns false for other
@@ -190,53 +238,62 @@ struct matmul_kernel : kernel_base {
   }
 
   /// The kernel's gradient of a convolution with groups of `Group` input and output channels
-  /// (`Group` a power of two dividing the vector's width), per item one tap by a chunk of
-  /// `vectors` vectors of output channels: `dw[tap][j][co] += x[pixel][co - co % Group + j] *
-  /// dy[p][co]` for each `j < Group`, the input's vector spread within each group
-  /// (`simd::spread`), summed over the output positions in order in registers.
+  /// (`Group` a power of two dividing the vector's width): `dw[tap][j][co] += x[pixel][co - co %
+  /// Group + j] * dy[p][co]` for each `j < Group`, the input's vector spread within each group
+  /// (`simd::spread`). The output positions run in parts whose input rows and gradient stay in
+  /// L2, one work item each: per tap and chunk of `vectors` vectors of channels, the part's
+  /// positions in order, summed in registers. The parts' sums are then added to `dw` in order.
   template <int Group, class Ctx>
   static void small_group_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
     using kernels::simd::vec;
     constexpr int vectors = std::max(1, 8 / Group);  // Group x vectors accumulators
     const std::int64_t channels = c.n.out.channels(), taps = g.kernel_h * g.kernel_w;
-    const std::int64_t chunks = detail::div_up(channels, vectors * vec::width);
-    const std::int64_t images = c.n.out.elements() / channels / g.positions_per_image();
+    const std::int64_t positions = c.n.out.elements() / channels, per_image = g.positions_per_image();
+    const std::int64_t part = std::max<std::int64_t>(64, (128 << 10) / (static_cast<std::int64_t>(sizeof(float)) * channels));
+    const std::int64_t parts = detail::div_up(positions, part), per_part = taps * Group * channels;
     const auto* x = c.input();
     const float* dy = c.grad_output();
-    c.parallel(taps * chunks, [&](std::int64_t item) {
-      const std::int64_t tap = item / chunks, kh = tap / g.kernel_w, kw = tap % g.kernel_w;
-      const std::int64_t ch0 = item % chunks * vectors * vec::width;
-      int lanes[vectors];
-      vec acc[Group][vectors];
-      for (int v = 0; v < vectors; ++v) {
-        lanes[v] = lanes_from(channels - ch0 - v * vec::width);
-        for (int j = 0; j < Group; ++j) acc[j][v] = kernels::simd::zero();
-      }
-      for (std::int64_t image = 0; image < images; ++image)
-        for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
-          const std::int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-          if (ih < 0 || ih >= g.in_height) continue;
-          for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
-            const std::int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-            if (iw < 0 || iw >= g.in_width) continue;
-            const auto* xp = x + ((image * g.in_height + ih) * g.in_width + iw) * channels + ch0;
-            const float* dyp = dy + ((image * g.out_height + oh) * g.out_width + ow) * channels + ch0;
-            for (int v = 0; v < vectors; ++v) {
-              if (lanes[v] == 0) continue;
-              const vec xv = kernels::simd::load_widened(xp + v * vec::width, lanes[v]);
-              const vec d = kernels::simd::load(dyp + v * vec::width, lanes[v]);
-              [&]<int... J>(std::integer_sequence<int, J...>) {
-                ((acc[J][v] = kernels::simd::madd(kernels::simd::spread<Group, J>(xv), d, acc[J][v])), ...);
-              }(std::make_integer_sequence<int, Group>{});
-            }
+    std::vector<float> sums(static_cast<std::size_t>(parts * per_part));
+    c.parallel(parts, [&](std::int64_t item) {
+      const std::int64_t p0 = item * part, p1 = std::min(positions, p0 + part);
+      for (std::int64_t tap = 0; tap < taps; ++tap)
+        for (std::int64_t ch0 = 0; ch0 < channels; ch0 += vectors * vec::width) {
+          const std::int64_t down = tap / g.kernel_w * g.dilation_h - g.pad_top, right = tap % g.kernel_w * g.dilation_w - g.pad_left;
+          int lanes[vectors];
+          vec acc[Group][vectors];
+          for (int v = 0; v < vectors; ++v) {
+            lanes[v] = lanes_from(channels - ch0 - v * vec::width);
+            for (int j = 0; j < Group; ++j) acc[j][v] = kernels::simd::zero();
           }
+          std::int64_t image = p0 / per_image, oh = p0 % per_image / g.out_width, ow = p0 % g.out_width;
+          for (std::int64_t p = p0; p < p1; ++p) {
+            const std::int64_t ih = oh * g.stride_h + down, iw = ow * g.stride_w + right;
+            if (ih >= 0 && ih < g.in_height && iw >= 0 && iw < g.in_width) {
+              const auto* xp = x + ((image * g.in_height + ih) * g.in_width + iw) * channels + ch0;
+              const float* dyp = dy + p * channels + ch0;
+              for (int v = 0; v < vectors; ++v) {
+                if (lanes[v] == 0) continue;
+                const vec xv = kernels::simd::load_widened(xp + v * vec::width, lanes[v]);
+                const vec d = kernels::simd::load(dyp + v * vec::width, lanes[v]);
+                [&]<int... J>(std::integer_sequence<int, J...>) {
+                  ((acc[J][v] = kernels::simd::madd(kernels::simd::spread<Group, J>(xv), d, acc[J][v])), ...);
+                }(std::make_integer_sequence<int, Group>{});
+              }
+            }
+            if (++ow == g.out_width) ow = 0, oh = oh + 1 == g.out_height ? (++image, 0) : oh + 1;
+          }
+          float* to = sums.data() + item * per_part + tap * Group * channels + ch0;
+          for (int j = 0; j < Group; ++j)
+            for (int v = 0; v < vectors; ++v)
+              if (lanes[v] > 0) kernels::simd::store(to + j * channels + v * vec::width, acc[j][v], lanes[v]);
         }
-      for (int j = 0; j < Group; ++j)
-        for (int v = 0; v < vectors; ++v) {
-          if (lanes[v] == 0) continue;
-          float* to = dw.data() + (tap * Group + j) * channels + ch0 + v * vec::width;
-          kernels::simd::store(to, kernels::simd::add(kernels::simd::load(to, lanes[v]), acc[j][v]), lanes[v]);
-        }
+    });
+    parallel_chunks(c, per_part, [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; ++e) {
+        float s = sums[static_cast<std::size_t>(e)];
+        for (std::int64_t k = 1; k < parts; ++k) s += sums[static_cast<std::size_t>(k * per_part + e)];
+        dw[static_cast<std::size_t>(e)] += s;
+      }
     });
   }
 
@@ -388,17 +445,20 @@ struct matmul_kernel : kernel_base {
   /// The convolution giving the input's gradient of node `n` (geometry `g`, kernel `w` as the
   /// forward pass used it) from its output's gradient, or from that gradient spread at the
   /// stride: over `height` x `width` positions with padding `pad`, the kernel flipped along
-  /// both axes, each group's input and output channels swapped, at stride 1.
+  /// both axes, each group's input and output channels swapped, at stride 1. With `first` and
+  /// `step`, of the kernel's taps `first + m * step` only (a phase of a strided convolution).
   static kernels::packed_conv<float> input_gradient(const node& n, const kernels::window_geometry& g, std::span<const float> w,
-                                                    std::int64_t height, std::int64_t width, padding pad) {
+                                                    std::int64_t height, std::int64_t width, padding pad, hw first = {0, 0},
+                                                    hw step = {1, 1}) {
     const std::int64_t groups = n.kind == op_of<conv> ? n.layer.groups : 1;
     const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
     const std::int64_t kh = g.kernel_h, kw = g.kernel_w;
-    std::vector<float> flipped(w.size());  // HWIO: [kh][kw][cout_g][cin]
-    for (std::int64_t r = 0; r < kh; ++r)
-      for (std::int64_t s = 0; s < kw; ++s) {
-        const float* from = w.data() + (r * kw + s) * cin_g * cout;  // [cin_g][cout]
-        float* to = flipped.data() + ((kh - 1 - r) * kw + (kw - 1 - s)) * cout_g * cin;  // [cout_g][cin]
+    const std::int64_t rows = detail::div_up(kh - first.h, step.h), cols = detail::div_up(kw - first.w, step.w);
+    std::vector<float> flipped(static_cast<std::size_t>(rows * cols * cout_g * cin));  // HWIO: [rows][cols][cout_g][cin]
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t t = 0; t < cols; ++t) {
+        const float* from = w.data() + ((first.h + r * step.h) * kw + first.w + t * step.w) * cin_g * cout;  // [cin_g][cout]
+        float* to = flipped.data() + ((rows - 1 - r) * cols + (cols - 1 - t)) * cout_g * cin;  // [cout_g][cin]
         constexpr std::int64_t block = 16;  // input channels per pass: one cache line of `to` per column
         for (std::int64_t grp = 0; grp < groups; ++grp)
           for (std::int64_t ci0 = 0; ci0 < cin_g; ci0 += block)
@@ -411,12 +471,31 @@ struct matmul_kernel : kernel_base {
                                     .in_width = width,
                                     .in_channels = cout,
                                     .out_channels = cin,
-                                    .kernel = hw{static_cast<int>(kh), static_cast<int>(kw)},
+                                    .kernel = hw{static_cast<int>(rows), static_cast<int>(cols)},
                                     .stride = 1,
                                     .groups = groups,
                                     .pad = pad,
                                     .dilation = hw{static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w)}};
     return kernels::packed_conv<float>(shape, flipped);
+  }
+
+  /// One phase of a strided convolution's input gradient along an axis: the input cells
+  /// `q * stride + residue - pad_before` for `q` in `[first, first + count)`, which the taps
+  /// `residue + m * stride` (`taps` of them) reach from the output cells `q - m`; as a stride-1
+  /// convolution of the output's gradient, its padding `before` and `after`.
+  struct phase_axis {
+    std::int64_t taps, first, count, before, after;
+  };
+  /// The phase of residue `residue` along an axis of `in` input cells, `out` output cells,
+  /// `kernel` taps at `stride` after `pad_before` cells of padding (dilation 1).
+  static phase_axis phase_along(std::int64_t residue, std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride,
+                                std::int64_t pad_before) noexcept {
+    const auto floor_div = [](std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+    const std::int64_t taps = residue < kernel ? detail::div_up(kernel - residue, stride) : 0;
+    const std::int64_t first = -floor_div(residue - pad_before, stride);  // the first q whose cell is >= 0
+    const std::int64_t last = floor_div(in - 1 + pad_before - residue, stride);
+    const std::int64_t count = std::max<std::int64_t>(0, last - first + 1);
+    return {taps, first, count, taps - 1 - first, count - 1 + first - (out - 1)};
   }
 
   /// The whole step (and, with f32 partials, the steps fused into it).

@@ -385,17 +385,24 @@ struct matmul_kernel : kernel_base {
   template <class T>
   static void gather_rows(const kernels::window_geometry& g, const T* x, std::int64_t cin, std::int64_t cin_g, std::int64_t p0,
                           std::int64_t count, std::int64_t r0, std::int64_t height, float* to) {
+    const std::int64_t per_image = g.positions_per_image();
     for (std::int64_t tap = r0 / cin_g; tap * cin_g < r0 + height; ++tap) {
-      const std::int64_t lo = std::max(r0, tap * cin_g), hi = std::min(r0 + height, (tap + 1) * cin_g);
+      const std::int64_t lo = std::max(r0, tap * cin_g), hi = std::min(r0 + height, (tap + 1) * cin_g), n = hi - lo;
+      const std::int64_t down = tap / g.kernel_w * g.dilation_h - g.pad_top, right = tap % g.kernel_w * g.dilation_w - g.pad_left;
+      std::int64_t image = p0 / per_image, oh = p0 % per_image / g.out_width, ow = p0 % g.out_width;  // of position p0 + p
       for (std::int64_t p = 0; p < count; ++p) {
         float* row = to + p * block_rows + (lo - r0);
-        const std::int64_t pixel = g.tap_pixel(p0 + p, tap / g.kernel_w, tap % g.kernel_w);
-        if (pixel < 0) {
-          std::fill(row, row + (hi - lo), 0.0f);
+        const std::int64_t ih = oh * g.stride_h + down, iw = ow * g.stride_w + right;
+        if (ih < 0 || ih >= g.in_height || iw < 0 || iw >= g.in_width) {
+          std::fill(row, row + n, 0.0f);
         } else {
-          const T* from = x + pixel * cin + (lo - tap * cin_g);
-          for (std::int64_t k = 0; k < hi - lo; ++k) row[k] = kernels::widen(from[k]);
+          const T* from = x + ((image * g.in_height + ih) * g.in_width + iw) * cin + (lo - tap * cin_g);
+          for (std::int64_t k = 0; k < n; k += kernels::simd::vec::width) {
+            const int lanes = lanes_from(n - k);
+            kernels::simd::store(row + k, kernels::simd::load_widened(from + k, lanes), lanes);
+          }
         }
+        if (++ow == g.out_width) ow = 0, oh = oh + 1 == g.out_height ? (++image, 0) : oh + 1;
       }
     }
   }

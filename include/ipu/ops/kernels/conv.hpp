@@ -374,10 +374,20 @@ struct matmul_kernel : kernel_base {
   // AVX-512 128 columns, 24 KiB, in L1 beside a chunk's 256 gathered positions of 48 rows,
   // 48 KiB, in L2); register tiles as `kernels::packed_conv`'s widest (6 rows by 4 vectors on
   // AVX-512, 24 of its 32 registers).
+  /// `kernel_gradient`'s register tile: vectors of columns (4 on AVX-512, 3 otherwise).
   static constexpr std::int64_t tile_vectors = kernels::IPU_SIMD_NAMESPACE::detail::max_panel_vectors;
+  /// `kernel_gradient`'s register tile: rows (6 on AVX-512 with 4 vectors).
   static constexpr std::int64_t tile_rows = kernels::IPU_SIMD_NAMESPACE::detail::dense_rows(tile_vectors);
-  static constexpr std::int64_t chunk = 256, block_rows = 48, block_columns = 2 * tile_vectors * kernels::simd::vec::width;
-  static constexpr std::int64_t min_items = 8, min_part = 4;
+  /// `kernel_gradient`: output positions per pass over a block's sums.
+  static constexpr std::int64_t chunk = 256;
+  /// `kernel_gradient`: rows (`[tap][ci]`) of a block, one work item.
+  static constexpr std::int64_t block_rows = 48;
+  /// `kernel_gradient`: columns (output channels) of a block, two register tiles wide.
+  static constexpr std::int64_t block_columns = 2 * tile_vectors * kernels::simd::vec::width;
+  /// `kernel_gradient`: fewer blocks than this split the positions into parts too.
+  static constexpr std::int64_t min_items = 8;
+  /// `kernel_gradient`: chunks per part at least.
+  static constexpr std::int64_t min_part = 4;
 
   /// Gathers rows `[r0, r0 + height)` (`[tap][ci]`, `cin_g` channels per tap) of `X_tap` for
   /// output positions `[p0, p0 + count)`, widened, into `to` (`[position][row]`, `block_rows`
@@ -491,7 +501,11 @@ struct matmul_kernel : kernel_base {
   /// `residue + m * stride` (`taps` of them) reach from the output cells `q - m`; as a stride-1
   /// convolution of the output's gradient, its padding `before` and `after`.
   struct phase_axis {
-    std::int64_t taps, first, count, before, after;
+    std::int64_t taps;    ///< the taps that reach the phase's cells
+    std::int64_t first;   ///< the first `q`
+    std::int64_t count;   ///< cells in the phase
+    std::int64_t before;  ///< padding of the stride-1 convolution before the output's gradient
+    std::int64_t after;   ///< and after it
   };
   /// The phase of residue `residue` along an axis of `in` input cells, `out` output cells,
   /// `kernel` taps at `stride` after `pad_before` cells of padding (dilation 1).

@@ -2,7 +2,8 @@
 // of the independent reference's loss in double (training-mode batch norm). An op's input
 // gradient is checked through the weights of the layers before it; each net ends in a dense
 // layer, so that every gradient reaches a weight. Also: the loss itself, batch norm's running
-// statistics, the same bits on any number of threads, and the errors a trainer reports.
+// statistics, the same bits on any number of threads and in a second pass, and the errors a
+// trainer reports.
 
 #include <catch2/catch.hpp>
 
@@ -190,6 +191,20 @@ TEST_CASE("gradients hold the same bits on 1 and 3 threads") {
   ipu::trainer<G, target> one{w, {1}}, three{w, {3}};
   CHECK(one.backward(std::span(x.data(), x.size()), labels) == three.backward(std::span(x.data(), x.size()), labels));
   CHECK(ipu_test::first_difference(one.gradients(), three.gradients()).empty());
+}
+
+TEST_CASE("a second backward pass gives the same bits: each node's gradient starts again from zero") {
+  // The pass clears a node's gradient when a step first adds to it, or lets the first step
+  // store it; a gradient left from the first pass would be added to in the second.
+  using G = decltype(join_net);
+  const auto w = ipu::weights<G>::random(11);
+  const auto x = ipu_test::random_input<G>(12);
+  const auto labels = ipu_test::random_labels(2, 3, 13);
+  ipu::trainer<G, target> trainer{w};
+  const float loss = trainer.backward(std::span(x.data(), x.size()), labels);
+  const ipu::weights<G> first = trainer.gradients();
+  CHECK(trainer.backward(std::span(x.data(), x.size()), labels) == loss);
+  CHECK(ipu_test::first_difference(first, trainer.gradients()).empty());
 }
 
 TEST_CASE("a trainer names a wrong input size, a wrong label count and a label out of range") {

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -225,25 +226,21 @@ class packed_conv {
   /// Packs `kernel` (HWIO, `[kernel.h][kernel.w][in_channels / groups][out_channels]`, f32).
   /// Throws `std::invalid_argument` for a shape that is not a convolution or a kernel of the
   /// wrong size.
-  packed_conv(const conv_shape& s, std::span<const float> kernel) : shape_(s) {
+  packed_conv(const conv_shape& s, std::span<const float> kernel) {
     validate(s, kernel.size());
-    geometry_ = s.geometry();
-    cin_ = s.in_channels / s.groups;
-    cout_ = s.out_channels / s.groups;
-    lanes_ = cin_ == cout_ && cin_ < detail::width && detail::width % cin_ == 0;  // width is a power of two
-    lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
-    finite_ = std::all_of(kernel.begin(), kernel.end(), [](float x) { return std::isfinite(x); });
-    const std::int64_t per_position = 2 * s.kernel.area() * cin_ * panel_channels_;
-    constexpr std::int64_t target_flops = 1 << 20;  // a few microseconds of work per item
-    const std::int64_t positions = std::max<std::int64_t>(1, target_flops / per_position);
-    if (lanes_ && finite_) {  // items of whole output rows of one image
-      rows_per_item_ = std::min(s.out_height(), (positions + s.out_width() - 1) / s.out_width());
-      chunks_ = s.batch * ((s.out_height() + rows_per_item_ - 1) / rows_per_item_);
-    } else {  // items of a multiple of every tile's rows
-      constexpr std::int64_t tiles = 24;
-      chunk_ = std::min(s.positions(), (positions + tiles - 1) / tiles * tiles);
-      chunks_ = (s.positions() + chunk_ - 1) / chunk_;
-    }
+    const std::int64_t cin_g = s.in_channels / s.groups, out = s.out_channels;
+    pack(s, [&](std::int64_t tap, std::int64_t ci, std::int64_t co) { return kernel[static_cast<std::size_t>((tap * cin_g + ci) * out + co)]; });
+  }
+
+  /// Packs the kernel whose weight at tap `tap` (`kh * kernel.w + kw`), input channel `ci` of
+  /// its group and output channel `co` is `kernel(tap, ci, co)`, read once each, without a
+  /// copy of the kernel in HWIO (e.g. a kernel flipped and transposed, or rounded). Throws
+  /// `std::invalid_argument` for a shape that is not a convolution.
+  template <class Kernel>
+    requires std::is_invocable_r_v<float, const Kernel&, std::int64_t, std::int64_t, std::int64_t>
+  packed_conv(const conv_shape& s, const Kernel& kernel) {
+    validate(s, static_cast<std::size_t>(s.kernel.area() * (s.in_channels / std::max<std::int64_t>(1, s.groups)) * s.out_channels));
+    pack(s, kernel);
   }
 
   /// The shape the weights were packed for.
@@ -289,8 +286,32 @@ class packed_conv {
       throw std::invalid_argument("ipu::kernels::packed_conv: the kernel must hold kernel.h*kernel.w*in/groups*out values");
   }
 
+  /// Packs `kernel` (as the constructors take it) for shape `s`, and cuts the work items.
+  template <class Kernel>
+  void pack(const conv_shape& s, const Kernel& kernel) {
+    shape_ = s;
+    geometry_ = s.geometry();
+    cin_ = s.in_channels / s.groups;
+    cout_ = s.out_channels / s.groups;
+    lanes_ = cin_ == cout_ && cin_ < detail::width && detail::width % cin_ == 0;  // width is a power of two
+    lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
+    finite_ = std::all_of(weights_.begin(), weights_.end(), [](float x) { return std::isfinite(x); });  // zeros besides the kernel's
+    const std::int64_t per_position = 2 * s.kernel.area() * cin_ * panel_channels_;
+    constexpr std::int64_t target_flops = 1 << 20;  // a few microseconds of work per item
+    const std::int64_t positions = std::max<std::int64_t>(1, target_flops / per_position);
+    if (lanes_ && finite_) {  // items of whole output rows of one image
+      rows_per_item_ = std::min(s.out_height(), (positions + s.out_width() - 1) / s.out_width());
+      chunks_ = s.batch * ((s.out_height() + rows_per_item_ - 1) / rows_per_item_);
+    } else {  // items of a multiple of every tile's rows
+      constexpr std::int64_t tiles = 24;
+      chunk_ = std::min(s.positions(), (positions + tiles - 1) / tiles * tiles);
+      chunks_ = (s.positions() + chunk_ - 1) / chunk_;
+    }
+  }
+
   /// Dense panels: `[tap][ci][panel lane]`, lanes past the panel's channels zero.
-  void pack_dense(std::span<const float> kernel) {
+  template <class Kernel>
+  void pack_dense(const Kernel& kernel) {
     const std::int64_t taps = shape_.kernel.area();
     const std::int64_t vectors = std::min<std::int64_t>(detail::max_panel_vectors, (cout_ + detail::width - 1) / detail::width);
     panel_channels_ = vectors * detail::width;
@@ -306,14 +327,14 @@ class packed_conv {
         for (std::int64_t tap = 0; tap < taps; ++tap)
           for (std::int64_t ci = 0; ci < cin_; ++ci)
             for (std::int64_t co = 0; co < pn.channels; ++co)
-              weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + ci) * width + co)] =
-                  kernel[static_cast<std::size_t>((tap * cin_ + ci) * shape_.out_channels + pn.first + co)];
+              weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + ci) * width + co)] = kernel(tap, ci, pn.first + co);
         panels_.push_back(pn);
       }
   }
 
   /// Groups in lanes: one panel per vector of whole groups, `[tap][j][lane]`.
-  void pack_lanes(std::span<const float> kernel) {
+  template <class Kernel>
+  void pack_lanes(const Kernel& kernel) {
     const std::int64_t taps = shape_.kernel.area();
     panel_channels_ = detail::width;
     weights_.reserve(static_cast<std::size_t>((shape_.out_channels + detail::width - 1) / detail::width * taps * cin_ * detail::width));
@@ -324,8 +345,7 @@ class packed_conv {
       for (std::int64_t tap = 0; tap < taps; ++tap)
         for (std::int64_t j = 0; j < cin_; ++j)
           for (std::int64_t lane = 0; lane < pn.channels; ++lane)
-            weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + j) * detail::width + lane)] =
-                kernel[static_cast<std::size_t>((tap * cin_ + j) * shape_.out_channels + c + lane)];
+            weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + j) * detail::width + lane)] = kernel(tap, j, c + lane);
       panels_.push_back(pn);
     }
   }

@@ -55,27 +55,29 @@ void affine(const T* x, T* y, std::int64_t n, const W* scale, const W* shift) no
 }
 
 /// `y[i] = madd(a, x[i], y[i])` for `i < n`, a vector at a time: the same bits as the scalar
-/// loop, whatever the instruction set.
-inline void add_scaled(float* y, float a, const float* x, std::int64_t n) noexcept {
+/// loop, whatever the instruction set. With `assign`, `y` is not read: its values are taken
+/// to be +0 (the bits of adding to a cleared `y`).
+inline void add_scaled(float* y, float a, const float* x, std::int64_t n, bool assign = false) noexcept {
   using simd::vec;
   const vec va = simd::splat(a);
   std::int64_t i = 0;
-  for (; i + vec::width <= n; i += vec::width) simd::store(y + i, simd::madd(va, simd::load(x + i), simd::load(y + i)));
+  for (; i + vec::width <= n; i += vec::width)
+    simd::store(y + i, simd::madd(va, simd::load(x + i), assign ? simd::zero() : simd::load(y + i)));
   if (i < n) {
     const int rest = static_cast<int>(n - i);
-    simd::store(y + i, simd::madd(va, simd::load(x + i, rest), simd::load(y + i, rest)), rest);
+    simd::store(y + i, simd::madd(va, simd::load(x + i, rest), assign ? simd::zero() : simd::load(y + i, rest)), rest);
   }
 }
 
 /// ReLU's backward: `dx[i] += x[i] > 0 ? dy[i] : 0` for `i < n`, a vector at a time (`x` the
-/// forward input).
+/// forward input). With `assign`, `dx` is not read, as in `add_scaled`.
 template <class T>
-void relu_gradient(const T* x, const float* dy, float* dx, std::int64_t n) noexcept {
+void relu_gradient(const T* x, const float* dy, float* dx, std::int64_t n, bool assign = false) noexcept {
   using simd::vec;
   for (std::int64_t i = 0; i < n; i += vec::width) {
     const int lanes = n - i < vec::width ? static_cast<int>(n - i) : vec::width;
     const vec g = simd::where_positive(simd::load_widened(x + i, lanes), simd::load(dy + i, lanes));
-    simd::store(dx + i, simd::add(simd::load(dx + i, lanes), g), lanes);
+    simd::store(dx + i, simd::add(assign ? simd::zero() : simd::load(dx + i, lanes), g), lanes);
   }
 }
 

@@ -100,7 +100,7 @@ void pool_positions(pool_kind kind, const window_geometry& g, image_view<T> in, 
   using simd::vec;
   for (std::int64_t p = begin; p < end; ++p)
     for (std::int64_t c = 0; c < channels; c += vec::width) {
-      const int n = static_cast<int>(std::min<std::int64_t>(vec::width, channels - c));
+      const int n = simd::lanes_from(channels - c);
       vec best = simd::splat(-std::numeric_limits<float>::infinity()), sum = simd::zero();
       int count = 0;
       for_each_tap(g, in, p, [&](std::int64_t, std::int64_t, const T* pixel) {
@@ -122,7 +122,7 @@ template <class T>
 void staged_mean_pixels(const T* x, std::int64_t channels, std::int64_t count, std::int64_t chunk, T* out) noexcept {
   using simd::vec;
   for (std::int64_t c = 0; c < channels; c += vec::width) {
-    const int n = static_cast<int>(std::min<std::int64_t>(vec::width, channels - c));
+    const int n = simd::lanes_from(channels - c);
     vec total = simd::zero();
     for (std::int64_t k0 = 0; k0 < count; k0 += chunk) {
       vec part = simd::zero();
@@ -140,7 +140,7 @@ template <class T>
 void max_pixels(const T* x, std::int64_t channels, std::int64_t count, T* out) noexcept {
   using simd::vec;
   for (std::int64_t c = 0; c < channels; c += vec::width) {
-    const int n = static_cast<int>(std::min<std::int64_t>(vec::width, channels - c));
+    const int n = simd::lanes_from(channels - c);
     vec best = simd::splat(-std::numeric_limits<float>::infinity());
     for (std::int64_t k = 0; k < count; ++k) best = simd::max(simd::load_widened(x + k * channels + c, n), best);
     simd::store_rounded(out + c, best, n);

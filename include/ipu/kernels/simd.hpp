@@ -163,6 +163,10 @@ inline vec mul(vec a, vec b) noexcept { return {_mm512_mul_ps(a.v, b.v)}; }
 inline vec where_positive(vec x, vec v) noexcept {
   return {_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x.v, _mm512_setzero_ps(), _CMP_GT_OQ), v.v)};
 }
+/// `a > b ? x : y` lane by lane (false where either of `a` and `b` is NaN).
+inline vec where_greater(vec a, vec b, vec x, vec y) noexcept {
+  return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ), y.v, x.v)};
+}
 /// `acc[i] += double(a[i]) * double(b[i])` for `i < n` (`0 <= n <= width`): sums in double of
 /// f32 products, each exact in double, so each sum is rounded once.
 inline void madd_widened(double* acc, vec a, vec b, int n) noexcept {
@@ -247,6 +251,10 @@ inline vec mul(vec a, vec b) noexcept { return {_mm256_mul_ps(a.v, b.v)}; }
 /// `x > 0 ? v : +0` lane by lane (NaN in `x` gives 0): ReLU's gradient `v` at its input `x`.
 inline vec where_positive(vec x, vec v) noexcept {
   return {_mm256_and_ps(_mm256_cmp_ps(x.v, _mm256_setzero_ps(), _CMP_GT_OQ), v.v)};
+}
+/// `a > b ? x : y` lane by lane (false where either of `a` and `b` is NaN).
+inline vec where_greater(vec a, vec b, vec x, vec y) noexcept {
+  return {_mm256_blendv_ps(y.v, x.v, _mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ))};
 }
 /// `acc[i] += double(a[i]) * double(b[i])` for `i < n` (`0 <= n <= width`): sums in double of
 /// f32 products, each exact in double, so each sum is rounded once.
@@ -351,6 +359,11 @@ inline vec where_positive(vec x, vec v) noexcept {
   for (int i = 0; i < vec::width; ++i) v.v[i] = x.v[i] > 0.0f ? v.v[i] : 0.0f;
   return v;
 }
+/// `a > b ? x : y` lane by lane (false where either of `a` and `b` is NaN).
+inline vec where_greater(vec a, vec b, vec x, vec y) noexcept {
+  for (int i = 0; i < vec::width; ++i) y.v[i] = a.v[i] > b.v[i] ? x.v[i] : y.v[i];
+  return y;
+}
 /// `acc[i] += double(a[i]) * double(b[i])` for `i < n` (`0 <= n <= width`): sums in double of
 /// f32 products, each exact in double, so each sum is rounded once.
 inline void madd_widened(double* acc, vec a, vec b, int n) noexcept {
@@ -425,6 +438,11 @@ inline void store_rounded(T* p, vec x, int n) noexcept {
     store(tmp, x);
     for (int i = 0; i < n; ++i) p[i] = static_cast<T>(tmp[i]);
   }
+}
+
+/// Lanes of a vector that a run of `rest` remaining elements fills: 0 to the vector's width.
+inline int lanes_from(std::int64_t rest) noexcept {
+  return static_cast<int>(rest < 0 ? 0 : rest < vec::width ? rest : vec::width);
 }
 
 /// `x` rounded to `T` and widened back: what storing it as `T` and reading it again gives.

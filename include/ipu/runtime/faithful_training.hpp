@@ -481,7 +481,7 @@ class faithful_training {
       if (j + 1 == static_cast<int>(Plan::size)) {
         gather(value_at(from_, s), shape_of(from_), pass_.value(from_));
         loss();
-        pass_.begin_backward(from_);
+        pass_.begin_backward(from_, true);  // the tiles' copies are gathered around each step
         scatter(live(from_, training_category::gradients, s), shape_of(from_), pass_.grad_of(from_));
       }
       if (j <= from_) {

@@ -81,11 +81,28 @@ class training_context : public step_context<T, float> {
   /// The gradient of the loss with respect to the node's output.
   const float* grad_output() const { return e_.grad_of(index); }
   /// The gradient of the loss with respect to input `k` (as `input(k)` gives it), to add to;
-  /// null where none is wanted (the graph's input).
+  /// null where none is wanted (the graph's input). Call it outside `parallel`: the first
+  /// call in a backward pass for a node's gradient clears it.
   float* grad_input(int k = 0) const {
-    float* g = e_.grad_of(n.inputs[static_cast<std::size_t>(k)]);
+    float* g = e_.cleared_grad(n.inputs[static_cast<std::size_t>(k)]);
     if (auto* d = e_.dropped(index, k); d != nullptr && g != nullptr) return d->grad.data();
     return g;
+  }
+  /// Where a kernel that writes every element of input `k`'s gradient writes it.
+  struct gradient_target {
+    float* data;  ///< as `grad_input(k)` gives it
+    bool assign;  ///< nothing added to it yet in this pass: store, as if adding to zeros
+  };
+  /// Input `k`'s gradient for a kernel that writes every element of it: when nothing has
+  /// been added to it yet in this backward pass, it is not cleared, and the kernel stores its
+  /// values (`assign`) with the bits that adding them to zeros gives. Call it outside
+  /// `parallel`.
+  gradient_target grad_input_target(int k = 0) const {
+    const int j = n.inputs[static_cast<std::size_t>(k)];
+    if (e_.dropped(index, k) != nullptr || e_.grad_of(j) == nullptr || e_.cleared_[static_cast<std::size_t>(j)])
+      return {grad_input(k), false};
+    e_.cleared_[static_cast<std::size_t>(j)] = true;
+    return {e_.grad_of(j), true};
   }
   /// The values of the layer's weight tensor `name` as the forward pass used them (rounded to
   /// `T`).
@@ -226,10 +243,17 @@ class training_pass {
   }
 
   /// Starts the backward pass from node `from`, whose output's gradient the caller has set
-  /// (`grad_of(from)`): stores that gradient in `T` and clears every other one. Weight
-  /// gradients are added to the `grads` of `begin`, which the caller clears.
-  void begin_backward(int from) {
-    for (int j = 0; j < from; ++j) std::fill(grads_[static_cast<std::size_t>(j)].begin(), grads_[static_cast<std::size_t>(j)].end(), 0.0f);
+  /// (`grad_of(from)`): stores that gradient in `T`. Every other gradient is cleared, on the
+  /// threads, when a backward step first adds to it (`training_context::grad_input`) or
+  /// reads it, so that a buffer is written just before it is used, not all at the start;
+  /// with `clear_now`, all of them are cleared here (for a caller that reads or writes the
+  /// buffers between steps itself). Weight gradients are added to the `grads` of `begin`,
+  /// which the caller clears.
+  void begin_backward(int from, bool clear_now = false) {
+    cleared_.assign(grads_.size(), clear_now);
+    cleared_[static_cast<std::size_t>(from)] = true;
+    if (clear_now)
+      for (int j = 0; j < from; ++j) std::fill(grads_[static_cast<std::size_t>(j)].begin(), grads_[static_cast<std::size_t>(j)].end(), 0.0f);
     store(grads_[static_cast<std::size_t>(from)]);
   }
 
@@ -237,6 +261,7 @@ class training_pass {
   /// its inputs' dropout masks drawn again, and stores those it wrote in `T`.
   void backward_step(int j) {
     const auto start = std::chrono::steady_clock::now();
+    cleared_grad(j);  // a gradient no step added to is zero
     draw_dropouts(j);
     for (const int d : dropped_of_[static_cast<std::size_t>(j)])
       if (d >= 0 && grad_of(dropped_[static_cast<std::size_t>(d)].producer) != nullptr)
@@ -357,13 +382,23 @@ class training_pass {
   /// Stores the gradient of dropped input `d` and adds it, through the mask and times the
   /// factor, to the gradient of the input.
   void back_through_dropout(dropped_input& d) {
-    float* g = grad_of(d.producer);
+    float* g = cleared_grad(d.producer);
     if (g == nullptr) return;
     store(d.grad);
     parallel_chunks(static_cast<std::int64_t>(d.grad.size()), [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i)
         if (dropout_keeps(d.stream, i, d.dropout.rate)) g[i] += d.grad[static_cast<std::size_t>(i)] * d.scale;
     });
+  }
+
+  /// `grad_of(j)`, cleared on the threads if this backward pass has not cleared it yet.
+  float* cleared_grad(int j) {
+    float* g = grad_of(j);
+    if (g != nullptr && !cleared_[static_cast<std::size_t>(j)]) {
+      parallel_chunks(prog_.at(j).out.elements(), [&](std::int64_t e0, std::int64_t e1) { std::fill(g + e0, g + e1, 0.0f); });
+      cleared_[static_cast<std::size_t>(j)] = true;
+    }
+    return g;
   }
 
   /// Runs `work(begin, end)` over `[0, count)` in chunks of `ops::training_chunk` spread over the threads.
@@ -407,6 +442,7 @@ class training_pass {
   std::vector<std::any> saved_;                      // per node: what forward_training kept
   std::vector<std::vector<std::vector<float>>> compute_;  // per node: its weights rounded to T
   std::vector<std::vector<float>> grads_;            // per node: the gradient of its output
+  std::vector<bool> cleared_;                        // per node: its gradient cleared in this backward pass
   std::span<layer_weights> masters_, weight_grads_;
   std::vector<double> forward_seconds_, recompute_seconds_, backward_seconds_;  // per node, summed over the passes
   std::vector<dropped_input> dropped_;                // per input with a dropout

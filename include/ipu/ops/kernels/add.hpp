@@ -63,9 +63,16 @@ struct elementwise_join::kernel : kernel_base {
       shapes[static_cast<std::size_t>(k)] = c.node_at(n.inputs[static_cast<std::size_t>(k)]).out;
     }
     for (int k = 0; k < n.input_count; ++k) {
+      const shape& from = shapes[static_cast<std::size_t>(k)];
+      if (from == n.out && !product) {  // each element written once: stored when nothing was added yet
+        const auto [dx, assign] = c.grad_input_target(k);
+        if (dx != nullptr)
+          parallel_chunks(c, n.out.elements(),
+                          [&](std::int64_t e0, std::int64_t e1) { kernels::add_scaled(dx + e0, 1.0f, dy + e0, e1 - e0, assign); });
+        continue;
+      }
       float* dx = c.grad_input(k);
       if (dx == nullptr) continue;
-      const shape& from = shapes[static_cast<std::size_t>(k)];
       const auto add_range = [&](std::int64_t e0, std::int64_t e1) {
         for (std::int64_t e = e0; e < e1; ++e) {
           float g = dy[e];
@@ -76,9 +83,7 @@ struct elementwise_join::kernel : kernel_base {
         }
       };
       const std::int64_t per_first = n.out.elements() / n.out.dim[0];
-      if (from == n.out && !product) {
-        parallel_chunks(c, n.out.elements(), [&](std::int64_t e0, std::int64_t e1) { kernels::add_scaled(dx + e0, 1.0f, dy + e0, e1 - e0); });
-      } else if (from == n.out) {
+      if (from == n.out) {
         parallel_chunks(c, n.out.elements(), add_range);
       } else if (from.dim[0] == n.out.dim[0]) {
         c.parallel(n.out.dim[0], [&](std::int64_t i) { add_range(i * per_first, (i + 1) * per_first); });

@@ -134,12 +134,12 @@ struct batch_norm::kernel : kernel_base {
       mean_shift[ch] = static_cast<float>(d_shift[ch] / m);
       mean_scale[ch] = static_cast<float>(d_scale[ch] / m);
     }
-    float* dx = c.grad_input();
+    const auto [dx, assign] = c.grad_input_target();
     if (dx == nullptr) return;
     for_each_vector(c, [&](std::int64_t e, std::int64_t ch, int lanes) {
       const vec centred = simd::sub(simd::load(dy + e, lanes), simd::load(mean_shift.data() + ch, lanes));
       const vec t = simd::sub(centred, simd::mul(xhat(e, ch, lanes), simd::load(mean_scale.data() + ch, lanes)));
-      simd::store(dx + e, simd::madd(simd::load(gain.data() + ch, lanes), t, simd::load(dx + e, lanes)), lanes);
+      simd::store(dx + e, simd::madd(simd::load(gain.data() + ch, lanes), t, assign ? simd::zero() : simd::load(dx + e, lanes)), lanes);
     });
   }
 
@@ -190,7 +190,7 @@ struct batch_norm::kernel : kernel_base {
       double* acc = partial.data() + k * Terms * channels;
       for (std::int64_t pos = k * chunk; pos < std::min(positions, (k + 1) * chunk); ++pos)
         for (std::int64_t ch = 0; ch < channels; ch += vec::width) {
-          const int lanes = static_cast<int>(std::min<std::int64_t>(vec::width, channels - ch));
+          const int lanes = kernels::simd::lanes_from(channels - ch);
           vec a[Terms], b[Terms];
           terms(pos * channels + ch, ch, lanes, a, b);
           for (int i = 0; i < Terms; ++i) kernels::simd::madd_widened(acc + i * channels + ch, a[i], b[i], lanes);
@@ -217,7 +217,7 @@ struct batch_norm::kernel : kernel_base {
         [&](std::int64_t p0, std::int64_t p1) {
           for (std::int64_t pos = p0; pos < p1; ++pos)
             for (std::int64_t ch = 0; ch < channels; ch += vec::width)
-              f(pos * channels + ch, ch, static_cast<int>(std::min<std::int64_t>(vec::width, channels - ch)));
+              f(pos * channels + ch, ch, kernels::simd::lanes_from(channels - ch));
         },
         std::max<std::int64_t>(1, training_chunk / channels));
   }

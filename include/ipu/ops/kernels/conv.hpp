@@ -88,7 +88,13 @@ struct matmul_kernel : kernel_base {
     std::vector<float> bias;
     if (n.layer.bias) bias = rounded<T>(tensors[bias_tensor]);
     if constexpr (std::same_as<Acc, float>) {
-      return packed<T>{kernels::packed_conv<T>(conv_shape_of(n), rounded<T>(kernel)), std::move(bias)};
+      const kernels::conv_shape shape = conv_shape_of(n);
+      const std::int64_t cin_g = shape.in_channels / shape.groups, out = shape.out_channels;
+      return packed<T>{kernels::packed_conv<T>(shape,
+                                               [&](std::int64_t tap, std::int64_t ci, std::int64_t co) {
+                                                 return round_to<T>(kernel[static_cast<std::size_t>((tap * cin_g + ci) * out + co)]);
+                                               }),
+                       std::move(bias)};
     } else {
       const std::int64_t rows = p.step.kernel_taps * p.step.in_channels, bc = p.step.block_channels;
       const std::int64_t out = n.out.channels();
@@ -124,13 +130,16 @@ struct matmul_kernel : kernel_base {
         for (std::int64_t co = co0; co < co1; ++co) db[static_cast<std::size_t>(co)] += acc[static_cast<std::size_t>(co - co0)];
       });
     }
-    float* dx = c.grad_input();
+    const bool whole = g.stride_h == 1 && g.stride_w == 1;  // a convolution that writes all of `dx`
+    const auto [dx, assign] = whole ? c.grad_input_target() : typename Ctx::gradient_target{c.grad_input(), false};
     if (dx == nullptr) return;
     const std::span<const float> w = c.weight("kernel");
     const auto span_less = [](std::int64_t span, std::int64_t pad) { return static_cast<int>(span - 1 - pad); };
     kernels::epilogue<float> into_dx;
-    into_dx.residual = dx;  // each element read, then written, by the one tile computing it
-    if (g.stride_h == 1 && g.stride_w == 1) {
+    // Each element read, then written, by the one tile computing it; or only written, where
+    // nothing was added to `dx` yet (the same bits: a convolution's sums are never -0).
+    into_dx.residual = assign ? nullptr : dx;
+    if (whole) {
       const kernels::packed_conv<float> q =
           input_gradient(n, g, w, g.out_height, g.out_width,
                          explicit_padding(span_less(g.span_h(), g.pad_top), span_less(g.span_h(), g.pad_bottom),
@@ -262,7 +271,7 @@ struct matmul_kernel : kernel_base {
           int lanes[vectors];
           vec acc[Group][vectors];
           for (int v = 0; v < vectors; ++v) {
-            lanes[v] = lanes_from(channels - ch0 - v * vec::width);
+            lanes[v] = kernels::simd::lanes_from(channels - ch0 - v * vec::width);
             for (int j = 0; j < Group; ++j) acc[j][v] = kernels::simd::zero();
           }
           std::int64_t image = p0 / per_image, oh = p0 % per_image / g.out_width, ow = p0 % g.out_width;
@@ -288,13 +297,7 @@ struct matmul_kernel : kernel_base {
               if (lanes[v] > 0) kernels::simd::store(to + j * channels + v * vec::width, acc[j][v], lanes[v]);
         }
     });
-    parallel_chunks(c, per_part, [&](std::int64_t e0, std::int64_t e1) {
-      for (std::int64_t e = e0; e < e1; ++e) {
-        float s = sums[static_cast<std::size_t>(e)];
-        for (std::int64_t k = 1; k < parts; ++k) s += sums[static_cast<std::size_t>(k * per_part + e)];
-        dw[static_cast<std::size_t>(e)] += s;
-      }
-    });
+    add_parts(c, sums, parts, dw);
   }
 
   /// Adds the kernel's gradient of a convolution or dense layer to `dw`: per group and tap,
@@ -346,7 +349,7 @@ struct matmul_kernel : kernel_base {
         const float* b = dy + p0 * cout + grp * cout_g + c0;
         for (std::int64_t col = 0; col < width; col += tile_vectors * vec::width) {
           int lanes[tile_vectors];
-          for (int v = 0; v < tile_vectors; ++v) lanes[v] = lanes_from(width - col - v * vec::width);
+          for (int v = 0; v < tile_vectors; ++v) lanes[v] = kernels::simd::lanes_from(width - col - v * vec::width);
           for (std::int64_t r = 0; r < height; r += tile_rows)
             add_tile(std::min(tile_rows, height - r), a + r, lda, b + col, cout, count, acc.data() + r * block_columns + col, lanes);
         }
@@ -360,11 +363,18 @@ struct matmul_kernel : kernel_base {
         }
       }
     });
-    if (parts == 1) return;
-    parallel_chunks(c, rows * cout, [&](std::int64_t e0, std::int64_t e1) {
+    if (parts > 1) add_parts(c, sums, parts, dw);
+  }
+
+  /// `dw[e] += sums[e] + sums[size + e] + ...`: the sums of `parts` parts of the positions,
+  /// each laid out as `dw`, added in order (the same bits on any number of threads).
+  template <class Ctx>
+  static void add_parts(const Ctx& c, std::span<const float> sums, std::int64_t parts, std::span<float> dw) {
+    const std::int64_t size = static_cast<std::int64_t>(dw.size());
+    parallel_chunks(c, size, [&](std::int64_t e0, std::int64_t e1) {
       for (std::int64_t e = e0; e < e1; ++e) {
         float s = sums[static_cast<std::size_t>(e)];
-        for (std::int64_t part = 1; part < parts; ++part) s += sums[static_cast<std::size_t>(part * rows * cout + e)];
+        for (std::int64_t part = 1; part < parts; ++part) s += sums[static_cast<std::size_t>(part * size + e)];
         dw[static_cast<std::size_t>(e)] += s;
       }
     });
@@ -408,7 +418,7 @@ struct matmul_kernel : kernel_base {
         } else {
           const T* from = x + ((image * g.in_height + ih) * g.in_width + iw) * cin + (lo - tap * cin_g);
           for (std::int64_t k = 0; k < n; k += kernels::simd::vec::width) {
-            const int lanes = lanes_from(n - k);
+            const int lanes = kernels::simd::lanes_from(n - k);
             kernels::simd::store(row + k, kernels::simd::load_widened(from + k, lanes), lanes);
           }
         }
@@ -425,9 +435,10 @@ struct matmul_kernel : kernel_base {
                        std::int64_t count, float* acc, const int* lanes) {
     using kernels::IPU_SIMD_NAMESPACE::detail::unroll;
     using kernels::simd::vec;
-    const auto run = [&]<int Rows, int Vectors, bool Whole>() {
-      const auto load = [&](const float* p, int v) {
-        if constexpr (Whole) return kernels::simd::load(p);
+    const auto run = [&]<int Rows, int Vectors>() {
+      // Only a tile's last vector of columns can be partial.
+      const auto load = [&](const float* p, auto v) {
+        if constexpr (v + 1 < Vectors) return kernels::simd::load(p);
         return kernels::simd::load(p, lanes[v]);
       };
       vec sum[Rows][Vectors];  // a local that never escapes, so that it lives in registers
@@ -444,19 +455,11 @@ struct matmul_kernel : kernel_base {
         unroll<Vectors>([&](auto v) { kernels::simd::store(acc + r * block_columns + v * vec::width, sum[r][v], lanes[v]); });
       });
     };
-    const auto with_vectors = [&]<int Rows>() {
-      int vectors = 0;
-      while (vectors < tile_vectors && lanes[vectors] > 0) ++vectors;
-      const bool whole = lanes[vectors - 1] == vec::width;
-      kernels::IPU_SIMD_NAMESPACE::detail::with_count<tile_vectors>(vectors, [&](auto v) {
-        if (whole) {
-          run.template operator()<Rows, v, true>();
-        } else {
-          run.template operator()<Rows, v, false>();
-        }
-      });
-    };
-    kernels::IPU_SIMD_NAMESPACE::detail::with_count<tile_rows>(static_cast<int>(rows), [&](auto r) { with_vectors.template operator()<r>(); });
+    int vectors = 0;
+    while (vectors < tile_vectors && lanes[vectors] > 0) ++vectors;
+    kernels::IPU_SIMD_NAMESPACE::detail::with_count<tile_rows>(static_cast<int>(rows), [&](auto r) {
+      kernels::IPU_SIMD_NAMESPACE::detail::with_count<tile_vectors>(vectors, [&](auto v) { run.template operator()<r, v>(); });
+    });
   }
 
   /// The convolution giving the input's gradient of node `n` (geometry `g`, kernel `w` as the
@@ -471,18 +474,18 @@ struct matmul_kernel : kernel_base {
     const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
     const std::int64_t kh = g.kernel_h, kw = g.kernel_w;
     const std::int64_t rows = detail::div_up(kh - first.h, step.h), cols = detail::div_up(kw - first.w, step.w);
-    std::vector<float> flipped(static_cast<std::size_t>(rows * cols * cout_g * cin));  // HWIO: [rows][cols][cout_g][cin]
+    // The weight of tap (r, t), input channel `ci` (an output channel of the forward pass,
+    // within its group) and output channel `co` (an input channel): the forward kernel's tap
+    // (rows - 1 - r, cols - 1 - t) of the phase, channels swapped.
+    std::vector<std::int64_t> tap_at(static_cast<std::size_t>(rows * cols));
     for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t t = 0; t < cols; ++t) {
-        const float* from = w.data() + ((first.h + r * step.h) * kw + first.w + t * step.w) * cin_g * cout;  // [cin_g][cout]
-        float* to = flipped.data() + ((rows - 1 - r) * cols + (cols - 1 - t)) * cout_g * cin;  // [cout_g][cin]
-        constexpr std::int64_t block = 16;  // input channels per pass: one cache line of `to` per column
-        for (std::int64_t grp = 0; grp < groups; ++grp)
-          for (std::int64_t ci0 = 0; ci0 < cin_g; ci0 += block)
-            for (std::int64_t col = 0; col < cout_g; ++col)
-              for (std::int64_t ci = ci0; ci < std::min(cin_g, ci0 + block); ++ci)
-                to[col * cin + grp * cin_g + ci] = from[ci * cout + grp * cout_g + col];
-      }
+      for (std::int64_t t = 0; t < cols; ++t)
+        tap_at[static_cast<std::size_t>(r * cols + t)] =
+            ((first.h + (rows - 1 - r) * step.h) * kw + first.w + (cols - 1 - t) * step.w) * cin_g * cout;
+    const auto flipped = [&](std::int64_t tap, std::int64_t ci, std::int64_t co) {
+      const std::int64_t grp = groups == 1 ? 0 : co / cin_g;
+      return w[static_cast<std::size_t>(tap_at[static_cast<std::size_t>(tap)] + (co - grp * cin_g) * cout + grp * cout_g + ci)];
+    };
     const kernels::conv_shape shape{.batch = n.out.dim[0],
                                     .in_height = height,
                                     .in_width = width,
@@ -653,11 +656,6 @@ struct matmul_kernel : kernel_base {
     const step_model& s = p.step;
     const std::int64_t per_block = (s.phase_taps() * s.phase_channels() + (s.bias ? 1 : 0)) * s.block_channels;
     return {per_block, p.work.units.begin(tile) / s.positions, (p.work.units.end(tile) - 1) / s.positions};
-  }
-
-  /// Lanes of a vector that a run of `rest` remaining channels fills: 0 to the vector's width.
-  static int lanes_from(std::int64_t rest) noexcept {
-    return static_cast<int>(std::clamp<std::int64_t>(rest, 0, kernels::simd::vec::width));
   }
 
   /// Phase `k` of a step (the executor's slice index): its serial slice, its tap (when the

@@ -33,9 +33,12 @@ struct pool_base::kernel : kernel_base {
     });
   }
 
-  /// Training: adds each output's gradient to its window (see the file comment).
+  /// Training: adds each output's gradient to its window (see the file comment). A vector of
+  /// channels at a time: for a max, the first tap holding each channel's largest value; for an
+  /// average, the share added to each pixel the window reads.
   template <class Ctx>
   static void backward(const Ctx& c) {
+    using kernels::simd::vec;
     float* dx = c.grad_input();
     if (dx == nullptr) return;
     const kernels::window_geometry g = geometry_of(c.n);
@@ -44,33 +47,31 @@ struct pool_base::kernel : kernel_base {
     const auto* x = c.input();
     const float* dy = c.grad_output();
     c.parallel(c.n.out.dim[0], [&](std::int64_t image) {
-      std::vector<float> best(static_cast<std::size_t>(ch));
-      std::vector<std::int64_t> at(static_cast<std::size_t>(ch));
+      std::vector<std::int64_t> pixels(static_cast<std::size_t>(g.kernel_h * g.kernel_w));  // a window's, in tap order
+      std::vector<float> first_largest(static_cast<std::size_t>(ch));  // per channel, its index in `pixels`
       for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p) {
-        std::int64_t count = 0;
-        if (kind == kernels::pool_kind::max) {
-          std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
-          std::fill(at.begin(), at.end(), -1);
-        }
-        for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
-          for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
-            const std::int64_t pixel = g.tap_pixel(p, kh, kw);
-            if (pixel < 0) continue;
-            ++count;
-            if (kind != kernels::pool_kind::max) continue;
-            for (std::int64_t k = 0; k < ch; ++k)
-              if (const float v = kernels::widen(x[pixel * ch + k]); v > best[static_cast<std::size_t>(k)] || at[static_cast<std::size_t>(k)] < 0)
-                best[static_cast<std::size_t>(k)] = v, at[static_cast<std::size_t>(k)] = pixel;
-          }
-        if (kind == kernels::pool_kind::max) {
-          for (std::int64_t k = 0; k < ch; ++k) dx[at[static_cast<std::size_t>(k)] * ch + k] += dy[p * ch + k];
-          continue;
-        }
-        const float share = 1.0f / kernels::divisor(kind, g, p, count);
+        std::size_t count = 0;
         for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
           for (std::int64_t kw = 0; kw < g.kernel_w; ++kw)
-            if (const std::int64_t pixel = g.tap_pixel(p, kh, kw); pixel >= 0)
-              for (std::int64_t k = 0; k < ch; ++k) dx[pixel * ch + k] += dy[p * ch + k] * share;
+            if (const std::int64_t pixel = g.tap_pixel(p, kh, kw); pixel >= 0) pixels[count++] = pixel;
+        if (count == 0) continue;
+        if (kind != kernels::pool_kind::max) {
+          const float share = 1.0f / kernels::divisor(kind, g, p, static_cast<std::int64_t>(count));
+          for (std::size_t t = 0; t < count; ++t) kernels::add_scaled(dx + pixels[t] * ch, share, dy + p * ch, ch);
+          continue;
+        }
+        for (std::int64_t k = 0; k < ch; k += vec::width) {
+          const int lanes = kernels::simd::lanes_from(ch - k);
+          vec best = kernels::simd::load_widened(x + pixels[0] * ch + k, lanes), at = kernels::simd::zero();
+          for (std::size_t t = 1; t < count; ++t) {
+            const vec v = kernels::simd::load_widened(x + pixels[t] * ch + k, lanes);
+            at = kernels::simd::where_greater(v, best, kernels::simd::splat(static_cast<float>(t)), at);
+            best = kernels::simd::where_greater(v, best, v, best);
+          }
+          kernels::simd::store(first_largest.data() + k, at, lanes);
+        }
+        for (std::int64_t k = 0; k < ch; ++k)
+          dx[pixels[static_cast<std::size_t>(first_largest[static_cast<std::size_t>(k)])] * ch + k] += dy[p * ch + k];
       }
     });
   }

@@ -28,12 +28,12 @@ struct relu::kernel : kernel_base {
   /// Training: `dx += x > 0 ? dy : 0` (`kernels::relu_gradient`), `x` the forward input.
   template <class Ctx>
   static void backward(const Ctx& c) {
-    float* dx = c.grad_input();
+    const auto [dx, assign] = c.grad_input_target();
     if (dx == nullptr) return;
     const auto* x = c.input();
     const float* dy = c.grad_output();
     parallel_chunks(c, c.n.out.elements(),
-                    [&](std::int64_t e0, std::int64_t e1) { kernels::relu_gradient(x + e0, dy + e0, dx + e0, e1 - e0); });
+                    [&](std::int64_t e0, std::int64_t e1) { kernels::relu_gradient(x + e0, dy + e0, dx + e0, e1 - e0, assign); });
   }
   /// The tile's elements, read where the input lives (mapped as the output).
   template <class Ctx>

@@ -326,8 +326,10 @@ struct kernel_base {
   static void exchange(const Ctx&) {}
 };
 
-/// Elements a training kernel's element-wise work item covers (`parallel_chunks`).
-inline constexpr std::int64_t training_chunk = 4096;
+/// Elements a training kernel's element-wise work item covers (`parallel_chunks`): 64 KiB
+/// of f32, so that handing out an item costs little beside its work (at 4,096 elements, a
+/// ReLU's backward over 6.4 million took 2.1 ms, at 16,384 1.6 ms, at 65,536 1.5 ms).
+inline constexpr std::int64_t training_chunk = 16384;
 
 /// Runs `work(begin, end)` over `[0, count)` in chunks of `chunk` elements spread over the
 /// threads of context `c`: the chunks depend on `count` only, never on the threads.

@@ -177,23 +177,31 @@ struct batch_norm::kernel : kernel_base {
  private:
   /// `Terms` sums per channel over the positions, in double: per chunk of positions in
   /// parallel, then the chunks' sums in order. `terms(e, ch, lanes, a, b)` sets term `i` of
-  /// the `lanes` elements from `e` (channels `ch` on, of one position) to `a[i] * b[i]`, a
-  /// product of f32 vectors taken in double (`simd::madd_widened`).
+  /// the `lanes` elements from `e` (channels `ch` on, of one position) to `a[i] * b[i]`. A
+  /// run of `run` positions is summed in f32 registers, and the run's sum added in double
+  /// (`simd::madd_widened`): a sum's rounding errors are those of 8 terms in f32, and the
+  /// widening (the costly part on a vector unit) is done once per run, not per position.
   template <int Terms, class Ctx, class F>
   static std::array<std::vector<double>, Terms> channel_sums(const Ctx& c, F&& terms) {
     using kernels::simd::vec;
     const std::int64_t channels = c.n.out.channels(), positions = c.n.out.elements() / channels;
-    constexpr std::int64_t chunk = 256;  // positions per work item
+    constexpr std::int64_t chunk = 256, run = 8;  // positions per work item, per f32 sum
     const std::int64_t items = (positions + chunk - 1) / chunk;
     std::vector<double> partial(static_cast<std::size_t>(items * Terms * channels));
     c.parallel(items, [&](std::int64_t k) {
       double* acc = partial.data() + k * Terms * channels;
-      for (std::int64_t pos = k * chunk; pos < std::min(positions, (k + 1) * chunk); ++pos)
+      const std::int64_t end = std::min(positions, (k + 1) * chunk);
+      for (std::int64_t p0 = k * chunk; p0 < end; p0 += run)
         for (std::int64_t ch = 0; ch < channels; ch += vec::width) {
           const int lanes = kernels::simd::lanes_from(channels - ch);
-          vec a[Terms], b[Terms];
-          terms(pos * channels + ch, ch, lanes, a, b);
-          for (int i = 0; i < Terms; ++i) kernels::simd::madd_widened(acc + i * channels + ch, a[i], b[i], lanes);
+          vec sum[Terms];
+          for (int i = 0; i < Terms; ++i) sum[i] = kernels::simd::zero();
+          for (std::int64_t pos = p0; pos < std::min(end, p0 + run); ++pos) {
+            vec a[Terms], b[Terms];
+            terms(pos * channels + ch, ch, lanes, a, b);
+            for (int i = 0; i < Terms; ++i) sum[i] = kernels::simd::madd(a[i], b[i], sum[i]);
+          }
+          for (int i = 0; i < Terms; ++i) kernels::simd::madd_widened(acc + i * channels + ch, sum[i], kernels::simd::splat(1.0f), lanes);
         }
     });
     std::array<std::vector<double>, Terms> sum;

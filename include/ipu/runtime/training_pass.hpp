@@ -243,12 +243,13 @@ class training_pass {
   }
 
   /// Starts the backward pass from node `from`, whose output's gradient the caller has set
-  /// (`grad_of(from)`): stores that gradient in `T`. Every other gradient is cleared, on the
-  /// threads, when a backward step first adds to it (`training_context::grad_input`) or
-  /// reads it, so that a buffer is written just before it is used, not all at the start;
-  /// with `clear_now`, all of them are cleared here (for a caller that reads or writes the
-  /// buffers between steps itself). Weight gradients are added to the `grads` of `begin`,
-  /// which the caller clears.
+  /// (`grad_of(from)`): stores that gradient in `T`. No other gradient is cleared here: the
+  /// first backward step to write one either stores all of it
+  /// (`training_context::grad_input_target`) or has it cleared on the threads before adding
+  /// to it (`training_context::grad_input`), and a step whose own gradient nothing wrote
+  /// clears it before reading it. With `clear_now`, all of them are cleared here instead (for
+  /// a caller that reads or writes the buffers between steps itself). Weight gradients are
+  /// added to the `grads` of `begin`, which the caller clears.
   void begin_backward(int from, bool clear_now = false) {
     cleared_.assign(grads_.size(), clear_now);
     cleared_[static_cast<std::size_t>(from)] = true;
@@ -442,7 +443,7 @@ class training_pass {
   std::vector<std::any> saved_;                      // per node: what forward_training kept
   std::vector<std::vector<std::vector<float>>> compute_;  // per node: its weights rounded to T
   std::vector<std::vector<float>> grads_;            // per node: the gradient of its output
-  std::vector<bool> cleared_;                        // per node: its gradient cleared in this backward pass
+  std::vector<bool> cleared_;                        // per node: its gradient cleared, or stored whole, in this pass
   std::span<layer_weights> masters_, weight_grads_;
   std::vector<double> forward_seconds_, recompute_seconds_, backward_seconds_;  // per node, summed over the passes
   std::vector<dropped_input> dropped_;                // per input with a dropout

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <tuple>
 #include <vector>
 

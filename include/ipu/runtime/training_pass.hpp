@@ -98,11 +98,9 @@ class training_context : public step_context<T, float> {
   /// values (`assign`) with the bits that adding them to zeros gives. Call it outside
   /// `parallel`.
   gradient_target grad_input_target(int k = 0) const {
-    const int j = n.inputs[static_cast<std::size_t>(k)];
-    if (e_.dropped(index, k) != nullptr || e_.grad_of(j) == nullptr || e_.cleared_[static_cast<std::size_t>(j)])
-      return {grad_input(k), false};
-    e_.cleared_[static_cast<std::size_t>(j)] = true;
-    return {e_.grad_of(j), true};
+    if (e_.dropped(index, k) == nullptr)
+      if (float* g = e_.unstarted_grad(n.inputs[static_cast<std::size_t>(k)])) return {g, true};
+    return {grad_input(k), false};
   }
   /// The values of the layer's weight tensor `name` as the forward pass used them (rounded to
   /// `T`).
@@ -390,6 +388,15 @@ class training_pass {
       for (std::int64_t i = i0; i < i1; ++i)
         if (dropout_keeps(d.stream, i, d.dropout.rate)) g[i] += d.grad[static_cast<std::size_t>(i)] * d.scale;
     });
+  }
+
+  /// `grad_of(j)` if this backward pass has not cleared it yet, now counted as started (its
+  /// caller stores all of it); else null.
+  float* unstarted_grad(int j) {
+    float* g = grad_of(j);
+    if (g == nullptr || cleared_[static_cast<std::size_t>(j)]) return nullptr;
+    cleared_[static_cast<std::size_t>(j)] = true;
+    return g;
   }
 
   /// `grad_of(j)`, cleared on the threads if this backward pass has not cleared it yet.

@@ -124,9 +124,12 @@ struct tensor_specs {
   std::array<tensor_spec, 4> items{};  ///< the tensors, in the order `ipu::weights` lists them
   int count = 0;                       ///< entries of `items` in use
   /// The tensors in use.
-  constexpr std::span<const tensor_spec> view() const noexcept {
+  constexpr std::span<const tensor_spec> view() const& noexcept {
     return {items.data(), static_cast<std::size_t>(count)};
   }
+  /// Not of a temporary, whose items would be gone before the view is read (as in
+  /// `for (auto& t : op.tensors(n).view())`): name the specs first.
+  void view() const&& = delete;
 };
 
 /// What an op's `plan` reads besides its node: the target, the options and where the node's

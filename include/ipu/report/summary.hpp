@@ -103,8 +103,10 @@ class model_summary {
   /// norms' running statistics.
   std::int64_t total_values() const noexcept {
     std::int64_t total = 0;
-    for (const node& n : nodes_)
-      for (const ops::tensor_spec& t : n.kind.info->tensors(n).view()) total += t.elements();
+    for (const node& n : nodes_) {
+      const ops::tensor_specs specs = n.kind.info->tensors(n);
+      for (const ops::tensor_spec& t : specs.view()) total += t.elements();
+    }
     return total;
   }
   /// Multiply-accumulates of a backward pass of the batch: twice the forward's for each

@@ -34,6 +34,10 @@ class IpuConan(ConanFile):
     def package_id(self):
         self.info.clear()
 
+    def requirements(self):
+        # Checkpoints' headers (ipu/checkpoint.hpp); keep in step with CMakeLists.txt.
+        self.requires("nlohmann_json/[>=3.10 <4]")
+
     def validate(self):
         check_min_cppstd(self, 20)
 
@@ -65,3 +69,4 @@ class IpuConan(ConanFile):
         self.cpp_info.set_property("pkg_config_name", "ipu")
         self.cpp_info.bindirs = []
         self.cpp_info.libdirs = []
+        self.cpp_info.requires = ["nlohmann_json::nlohmann_json"]

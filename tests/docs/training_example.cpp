@@ -1,9 +1,11 @@
 // The examples of docs/training.md, compiled and run. Keep the two in step.
+#include <ipu/checkpoint.hpp>
 #include <ipu/ipu.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -85,6 +87,27 @@ TEST_CASE("docs/training.md: train, read the gradients, run the trained weights"
   ipu::output_tensor_t<net_t> y;
   engine.infer(images, y);
   CHECK(y(0, 0) > 0);
+}
+
+TEST_CASE("docs/training.md: checkpoints") {
+  std::vector<float> images(8 * 8 * 8 * 3, 0.5f);
+  std::vector<std::int32_t> labels{0, 1, 2, 3, 4, 5, 6, 7};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ipu_training_doc";
+  std::filesystem::create_directories(dir);
+  ipu::trainer<net_t, ipu::mk2, opts> trainer{ipu::weights<net_t>::random(1)};
+  trainer.step(images, labels);
+  // [checkpoint]
+  ipu::save_checkpoint(dir / "ckpt-1.safetensors", trainer);  // weights, optimiser state, steps, seed
+
+  ipu::trainer<net_t, ipu::mk2, opts> resumed{ipu::weights<net_t>{}};
+  ipu::restore_checkpoint(dir / "ckpt-1.safetensors", resumed);  // continues with the same bits
+
+  ipu::save_weights(dir / "net.safetensors", trainer.weights());  // the weights alone
+  ipu::engine<net_t, ipu::mk2> engine{ipu::load_weights<net_t>(dir / "net.safetensors")};
+  // [checkpoint]
+  CHECK(resumed.step(images, labels) == trainer.step(images, labels));
+  CHECK(resumed.steps() == 2);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("docs/training.md: faithful mode measures the plan's bytes") {

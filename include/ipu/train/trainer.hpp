@@ -83,6 +83,21 @@ struct trainer_config {
   std::uint64_t seed = 0;  ///< the seed of stochastic rounding ("16.16") and of dropout
 };
 
+/// What a trainer holds besides its weights, so that training resumes where it stopped with
+/// the bits it would have had (`trainer::state`, `trainer::restore`; `ipu/checkpoint.hpp`
+/// keeps it in a checkpoint with the weights).
+struct trainer_state {
+  std::int64_t steps = 0;          ///< updates applied (`trainer::steps`)
+  std::int64_t skipped_steps = 0;  ///< steps dynamic loss scaling skipped (`trainer::skipped_steps`)
+  std::int64_t clean_steps = 0;    ///< dynamic loss scaling: updates since the last overflow or growth
+  float loss_scale = 1;            ///< the loss scale of the next step (`trainer::loss_scale`)
+  std::uint64_t seed = 0;          ///< the seed of stochastic rounding and dropout (`trainer_config::seed`)
+  /// The optimiser's state: `optimizer::state_tensors()` tensors per weight tensor, in the
+  /// weights' order (SGD's velocity; Adam's first, then second moment), each as long as its
+  /// weight tensor, or empty for a tensor that is not trainable.
+  std::vector<std::vector<float>> optimizer;
+};
+
 /// Trains graph `G`, planned for target `Tgt` with options `PlanOpts`, as `Opts` configures
 /// (see the file comment), in mode `Mode` (`ipu::faithful_trainer` names the faithful one). One
 /// call at a time; movable.
@@ -288,6 +303,48 @@ class trainer {
       if (steps_ > 0) p.set_host_seconds(step_phase::update, j, update_seconds_[static_cast<std::size_t>(j)] / static_cast<double>(steps_));
     }
     return p;
+  }
+
+  /// Everything but the weights that the next steps depend on (see `trainer_state`).
+  trainer_state state() const {
+    return {steps_, skipped_, clean_steps_, scale_, seed_, state_};
+  }
+  /// Continues from `w` and `s`, as if this trainer had taken the steps that led to them:
+  /// the next steps give the bits they would have given there. `w` is checked as the
+  /// constructor checks it (in "16.16" rounded to the nearest f16, which leaves a trainer's
+  /// own weights as they are). Throws `std::invalid_argument` if `s` does not fit this trainer
+  /// (negative counts, a loss scale below 1, optimiser state of other sizes, naming the first
+  /// that differs) and `weight_error` for bad weights; on a throw, the trainer is unchanged.
+  void restore(const ipu::weights<G>& w, const trainer_state& s) {
+    w.validate();
+    if (s.steps < 0 || s.skipped_steps < 0 || s.clean_steps < 0)
+      throw std::invalid_argument("ipu::trainer::restore: negative step counts");
+    if (!(s.loss_scale >= 1) || !std::isfinite(s.loss_scale))
+      throw std::invalid_argument("ipu::trainer::restore: the loss scale is " + std::to_string(s.loss_scale) +
+                                  ", not a finite value of at least 1");
+    if (s.optimizer.size() != state_.size())
+      throw std::invalid_argument("ipu::trainer::restore: " + std::to_string(s.optimizer.size()) +
+                                  " optimiser state tensors given; this trainer's optimiser keeps " +
+                                  std::to_string(state_.size()) + " (" + std::to_string(opts.optimizer.state_tensors()) +
+                                  " per weight tensor)");
+    for (std::size_t k = 0; k < state_.size(); ++k)
+      if (s.optimizer[k].size() != state_[k].size())
+        throw std::invalid_argument("ipu::trainer::restore: optimiser state tensor " + std::to_string(k) + " has " +
+                                    std::to_string(s.optimizer[k].size()) + " values, this trainer's " +
+                                    std::to_string(state_[k].size()));
+    weights_ = w;
+    if constexpr (f16_weights)
+      for (layer_weights& layer : weights_)
+        for (const weight_tensor& t : layer.tensors())
+          if (t.trainable) round_to_half(layer[t.name], rounding::nearest);
+    steps_ = s.steps;
+    skipped_ = s.skipped_steps;
+    clean_steps_ = s.clean_steps;
+    scale_ = s.loss_scale;
+    seed_ = s.seed;
+    state_ = s.optimizer;
+    if constexpr (faithful)
+      for (std::size_t l = 0; l < weights_.size(); ++l) write_update_state(l);
   }
 
   /// The weights (masters in f32, batch norms' running statistics included).

@@ -5,6 +5,7 @@
 /// element type of an engine's input and output and of the infeed and outfeed channels.
 
 #include <ipu/core/dtype.hpp>
+#include <ipu/core/extents.hpp>
 
 #include <algorithm>
 #include <array>
@@ -109,11 +110,7 @@ class tensor {
   const T& operator[](std::size_t i) const noexcept { return data_[i]; }
 
   /// The extents in brackets, for messages: `"[4, 224, 224, 4]"`.
-  static std::string shape_string() {
-    std::string s = "[";
-    for (std::size_t k = 0; k < rank; ++k) s += (k ? ", " : "") + std::to_string(extents[k]);
-    return s + "]";
-  }
+  static std::string shape_string() { return detail::extents_string(extents); }
 
   /// True when every element compares equal (so a tensor holding a NaN never equals itself).
   friend bool operator==(const tensor&, const tensor&) = default;

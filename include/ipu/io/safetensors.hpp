@@ -29,7 +29,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ipu/core/extents.hpp>
 #include <ipu/core/half.hpp>
+#include <ipu/io/file.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -134,11 +136,7 @@ struct tensor {
     return n;
   }
   /// `"[3, 3, 16, 32]"`.
-  std::string shape_string() const {
-    std::string s = "[";
-    for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
-    return s + "]";
-  }
+  std::string shape_string() const { return ipu::detail::extents_string(shape); }
   /// The values as floats: exact from F32, F16 and BF16, rounded to nearest from F64. Throws
   /// `checkpoint_error` for another element type.
   std::vector<float> to_floats() const {
@@ -176,16 +174,7 @@ class file {
   /// Reads and checks the file at `path`; throws `checkpoint_error` naming the file if it
   /// cannot be read or breaks a rule of the format.
   static file read(const std::filesystem::path& path) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) throw checkpoint_error(path.string() + ": cannot open: " + std::strerror(errno));
-    std::vector<std::byte> bytes;
-    std::byte chunk[1 << 16];
-    std::size_t got = 0;
-    while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
-    const bool failed = std::ferror(f) != 0;
-    std::fclose(f);
-    if (failed) throw checkpoint_error(path.string() + ": read error");
-    return parse(std::move(bytes), path.string());
+    return parse(ipu::detail::read_file<std::byte, checkpoint_error>(path), path.string());
   }
 
   /// Checks and takes `bytes`, the contents of a file; `source` names it in errors.

@@ -14,6 +14,7 @@
 /// norm into a scale and a shift first). Every way in checks counts and shapes and names the
 /// layer and tensor at fault; `validate()` flags non-finite values and those an op refuses.
 
+#include <ipu/core/extents.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/ops/op.hpp>
@@ -53,11 +54,7 @@ struct weight_tensor {
     return n;
   }
   /// `"[3, 3, 4, 128]"`.
-  std::string shape_string() const {
-    std::string s = "[";
-    for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
-    return s + "]";
-  }
+  std::string shape_string() const { return detail::extents_string(shape); }
 };
 
 template <Graph G>

@@ -1,6 +1,7 @@
 // The examples of docs/training.md, compiled and run. Keep the two in step.
 #include <ipu/checkpoint.hpp>
 #include <ipu/ipu.hpp>
+#include <ipu/model.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -107,6 +108,27 @@ TEST_CASE("docs/training.md: checkpoints") {
   // [checkpoint]
   CHECK(resumed.step(images, labels) == trainer.step(images, labels));
   CHECK(resumed.steps() == 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("docs/training.md: fit, evaluate and predict") {
+  const std::vector<float> x(16 * 8 * 8 * 3, 0.5f), x_test(10 * 8 * 8 * 3, 0.25f);
+  const std::vector<std::int32_t> y{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5}, y_test{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ipu_training_doc_fit";
+  std::filesystem::remove_all(dir);
+  // [fit]
+  ipu::model<net_t, ipu::mk2, opts> model{ipu::weights<net_t>::random(1)};
+  ipu::checkpoints backup{dir / "model"};         // each epoch; resumes from the latest
+  ipu::early_stopping stop{/*patience*/ 2};
+  ipu::history h = model.fit(x, y, {.epochs = 3, .validation = {x_test, y_test}}, {&backup, &stop});
+
+  ipu::metrics m = model.evaluate(x_test, y_test);  // loss, accuracy, top-5 accuracy
+  std::vector<float> p = model.predict(x_test);     // 10 probabilities per image
+  // [fit]
+  CHECK(h.epochs.size() == 3);
+  CHECK(m.loss > 0);
+  CHECK(p.size() == 10 * 10);
+  CHECK(ipu::latest_checkpoint(dir / "model") == ipu::checkpoint_path(dir / "model", 6));
   std::filesystem::remove_all(dir);
 }
 

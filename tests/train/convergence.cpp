@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/executor_support.hpp"
+#include "train/train_support.hpp"
 
 #include <ipu/ipu.hpp>
 
@@ -26,23 +27,10 @@ constexpr auto quadrant_net = ipu::input<T, batch, side, side, 1>
     | nn::conv<8, 3> | nn::batch_norm | nn::relu | nn::max_pool<2, 2>
     | nn::flatten | nn::dense<4> | nn::softmax;
 
-/// A batch of the task: images with a bright 2x2 square in quadrant `label`, noise of
-/// standard deviation 0.5 everywhere.
+/// A batch of the task (`ipu_test::quadrant_samples`).
 template <class T>
 void make_batch(std::mt19937_64& rng, std::vector<T>& images, std::vector<std::int32_t>& labels) {
-  std::normal_distribution<double> noise(0.0, 0.5);
-  images.assign(batch * side * side, T{});
-  labels.resize(batch);
-  for (int b = 0; b < batch; ++b) {
-    const int label = static_cast<int>(rng() % 4);
-    labels[static_cast<std::size_t>(b)] = label;
-    const int top = label / 2 * 3 + 1, left = label % 2 * 3;
-    for (int y = 0; y < side; ++y)
-      for (int x = 0; x < side; ++x) {
-        const bool lit = y >= top && y < top + 2 && x >= left && x < left + 2;
-        images[static_cast<std::size_t>((b * side + y) * side + x)] = static_cast<T>((lit ? 1.0 : 0.0) + noise(rng));
-      }
-  }
+  ipu_test::quadrant_samples(rng, batch, side, images, labels);
 }
 
 /// Trains `steps` steps; returns the first loss and the mean of the last five, and the

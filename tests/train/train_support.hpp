@@ -45,6 +45,25 @@ std::vector<double_layer> in_double(const ipu::weights<G>& w) {
   return r;
 }
 
+/// `count` samples of a synthetic task: `side` x `side` images with a bright 2x2 square in
+/// quadrant `label` (0 to 3), noise of standard deviation 0.5 everywhere.
+template <class T>
+void quadrant_samples(std::mt19937_64& rng, int count, int side, std::vector<T>& images, std::vector<std::int32_t>& labels) {
+  std::normal_distribution<double> noise(0.0, 0.5);
+  images.assign(static_cast<std::size_t>(count * side * side), T{});
+  labels.resize(static_cast<std::size_t>(count));
+  for (int b = 0; b < count; ++b) {
+    const int label = static_cast<int>(rng() % 4);
+    labels[static_cast<std::size_t>(b)] = label;
+    const int top = label / 2 * (side / 2) + 1, left = label % 2 * (side / 2);
+    for (int y = 0; y < side; ++y)
+      for (int x = 0; x < side; ++x) {
+        const bool lit = y >= top && y < top + 2 && x >= left && x < left + 2;
+        images[static_cast<std::size_t>((b * side + y) * side + x)] = static_cast<T>((lit ? 1.0 : 0.0) + noise(rng));
+      }
+  }
+}
+
 /// Deterministic labels in `[0, classes)`.
 inline std::vector<std::int32_t> random_labels(std::size_t count, std::int64_t classes, std::uint64_t seed) {
   std::mt19937_64 rng(seed);

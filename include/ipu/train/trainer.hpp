@@ -55,6 +55,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -194,6 +195,7 @@ class trainer {
                                     std::to_string(classes - 1) + ")");
     forward(input);
     double total = 0;
+    logits_.resize(static_cast<std::size_t>(batch * classes));
     run_backward(logits_node, [&] {
       const element_type* z = pass_->value(logits_node);
       float* dz = pass_->grad_of(logits_node);
@@ -209,6 +211,7 @@ class trainer {
         }
         const std::int64_t label = labels[static_cast<std::size_t>(b)];
         total += std::log(sum) - (kernels::widen(row[label]) - largest);
+        for (std::int64_t k = 0; k < classes; ++k) logits_[static_cast<std::size_t>(b * classes + k)] = kernels::widen(row[k]);
         for (std::int64_t k = 0; k < classes; ++k) {
           const double p = e[static_cast<std::size_t>(k)] / sum;
           dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch) * scale_);
@@ -361,8 +364,28 @@ class trainer {
   std::int64_t skipped_steps() const noexcept { return skipped_; }
   /// Whether the last `backward`'s gradients hold an infinity or a NaN.
   bool overflowed() const noexcept { return overflow_; }
-  /// The learning rate of the next update: the optimiser's, after the schedule.
-  double learning_rate() const noexcept { return opts.schedule.rate(opts.optimizer.learning_rate.value(), steps_); }
+  /// The learning rate of the next update: the one `set_learning_rate` set, or else the
+  /// optimiser's after the schedule.
+  double learning_rate() const noexcept {
+    return rate_ ? *rate_ : opts.schedule.rate(opts.optimizer.learning_rate.value(), steps_);
+  }
+  /// Makes the next updates use `rate` instead of the schedule's (as Keras'
+  /// `LearningRateScheduler` sets the optimiser's rate), or the schedule's again with
+  /// `std::nullopt`. Throws `std::invalid_argument` for a negative or non-finite rate. Not part
+  /// of `state()`: a checkpoint resumes with the schedule's, until it is set again.
+  void set_learning_rate(std::optional<double> rate) {
+    if (rate && (!std::isfinite(*rate) || *rate < 0))
+      throw std::invalid_argument("ipu::trainer::set_learning_rate: " + std::to_string(*rate) +
+                                  " is not a finite rate of at least 0");
+    rate_ = rate;
+  }
+  /// Softmax cross-entropy: the logits of the last `backward` (or `step`), in f32, a row of
+  /// `classes` per sample: the output of the node the loss read (a final softmax's input).
+  std::span<const float> logits() const noexcept
+    requires(Opts.loss == loss::softmax_cross_entropy)
+  {
+    return logits_;
+  }
   /// The host threads the trainer runs on.
   unsigned threads() const noexcept { return team_->size(); }
 
@@ -503,6 +526,8 @@ class trainer {
   std::int64_t skipped_ = 0;
   bool overflow_ = false;
   std::int64_t passes_ = 0;  // forward and backward passes run
+  std::optional<double> rate_;  // set_learning_rate's, if set
+  std::vector<float> logits_;   // the last softmax cross-entropy's, batch x classes
   double loss_seconds_ = 0;  // the loss's host time, summed over the passes
   std::vector<double> update_seconds_ = std::vector<double>(node_count_v<G>, 0.0);  // per node, summed over the updates
 };

@@ -25,6 +25,9 @@
 ///
 /// Files are written atomically (`safetensors::writer::write`): a crash while writing leaves
 /// the previous file whole.
+///
+/// **Other frameworks' files.** `import_weights` reads weights under other names and layouts,
+/// e.g. torchvision's ResNets (`torchvision_resnet_name`) with PyTorch's OIHW kernels.
 
 #include <ipu/graph/queries.hpp>
 #include <ipu/io/safetensors.hpp>
@@ -186,6 +189,106 @@ weights<G> load_weights(const std::filesystem::path& path) {
   const safetensors::file file = safetensors::file::read(path);
   weights<G> w;
   detail::read_weights(file, {w.begin(), w.end()}, network_description<G>());
+  try {
+    w.validate();
+  } catch (const weight_error& e) {
+    throw checkpoint_error(file.source() + ": " + e.what());
+  }
+  return w;
+}
+
+/// How a file lays out kernels.
+enum class kernel_layout {
+  ipu,      ///< ipu's and Keras': conv kernels HWIO `[kh, kw, in / groups, out]`, dense kernels `[in, out]`
+  pytorch,  ///< PyTorch's: conv kernels OIHW `[out, in / groups, kh, kw]`, dense kernels `[out, in]`
+};
+
+/// torchvision's name for tensor `tensor` of the layer at `path` in the zoo's ResNets
+/// (`ipu::models::resnet18` to `resnet152`, whose layers torchvision's `state_dict` names
+/// `conv1`, `bn1`, `layer<S>.<B>.conv<K>`, `layer<S>.<B>.bn<K>`, `layer<S>.<B>.downsample.0`
+/// and `.1`, `fc`), e.g. `stage2.block1.shortcut.conv1` `kernel` is `layer2.0.downsample.0.weight`.
+/// Throws `checkpoint_error` for a path or tensor it has no name for.
+inline std::string torchvision_resnet_name(std::string_view path, std::string_view tensor) {
+  const auto fail = [&] {
+    return checkpoint_error("ipu::torchvision_resnet_name: no torchvision name for " + std::string(path) + "." +
+                            std::string(tensor));
+  };
+  std::string_view t = tensor == "kernel" || tensor == "scale" ? "weight"
+                       : tensor == "shift" || tensor == "bias" ? "bias"
+                       : tensor == "mean"                      ? "running_mean"
+                       : tensor == "variance"                  ? "running_var"
+                                                               : "";
+  if (t.empty()) throw fail();
+  const auto layer = [&](std::string_view name) -> std::string {  // conv<K> -> conv<K>, batch_norm<K> -> bn<K>
+    if (name.starts_with("conv")) return std::string(name);
+    if (name.starts_with("batch_norm")) return "bn" + std::string(name.substr(10));
+    throw fail();
+  };
+  if (path == "dense1") return "fc." + std::string(t);
+  if (path.starts_with("stem.")) return layer(path.substr(5)) + "." + std::string(t);
+  // stage<S>.block<B>.<layer> or stage<S>.block<B>.shortcut.<layer>
+  if (!path.starts_with("stage")) throw fail();
+  const std::size_t dot = path.find('.'), dot2 = path.find('.', dot + 1);
+  if (dot == std::string_view::npos || dot2 == std::string_view::npos || !path.substr(dot + 1).starts_with("block")) throw fail();
+  const std::string_view stage = path.substr(5, dot - 5), block = path.substr(dot + 6, dot2 - dot - 6);
+  int b = 0;
+  const auto [end, ec] = std::from_chars(block.data(), block.data() + block.size(), b);
+  if (ec != std::errc{} || end != block.data() + block.size() || b < 1) throw fail();
+  const std::string prefix = "layer" + std::string(stage) + "." + std::to_string(b - 1) + ".";
+  const std::string_view rest = path.substr(dot2 + 1);
+  if (rest == "shortcut.conv1") return prefix + "downsample.0." + std::string(t);
+  if (rest == "shortcut.batch_norm1") return prefix + "downsample.1." + std::string(t);
+  return prefix + layer(rest) + "." + std::string(t);
+}
+
+/// The weights of `G` from a safetensors file another framework wrote, e.g. a PyTorch
+/// `state_dict` saved with `safetensors.torch.save_file`: weight tensor `tensor` of the layer
+/// at `path` is the file's `names(path, tensor)` (a `std::string`; `torchvision_resnet_name`
+/// for torchvision's ResNets), its kernels laid out as `layout` says and transposed to ipu's,
+/// in F32, F16, BF16 or F64. The file's other tensors (e.g. batch norms'
+/// `num_batches_tracked`) are ignored. Throws `checkpoint_error` naming the file, the tensor and
+/// the ipu tensor it was read for if one is missing or of another shape, and for values that
+/// `weights<G>::validate` refuses.
+///
+/// ```
+/// auto w = ipu::import_weights<ipu::models::resnet50<ipu::f32, 1, 3, ipu::models::padding_convention::pytorch>>(
+///     "resnet50.safetensors", ipu::torchvision_resnet_name);
+/// ```
+template <Graph G, class Names>
+weights<G> import_weights(const std::filesystem::path& path, Names&& names, kernel_layout layout = kernel_layout::pytorch) {
+  const safetensors::file file = safetensors::file::read(path);
+  weights<G> w;
+  for (layer_weights& layer : w)
+    for (const weight_tensor& t : layer.tensors()) {
+      const std::string key = names(layer.path(), t.name);
+      const std::string ours = std::string(layer.path()) + "." + std::string(t.name);
+      const safetensors::tensor* found = file.find(key);
+      if (!found) throw checkpoint_error(file.source() + ": no tensor '" + key + "' (for " + ours + ")");
+      // The file's shape: a PyTorch kernel's extents are ipu's reordered.
+      const bool transpose = layout == kernel_layout::pytorch && t.name == "kernel";
+      std::vector<std::int64_t> shape = t.shape;
+      if (transpose && shape.size() == 4) shape = {t.shape[3], t.shape[2], t.shape[0], t.shape[1]};  // HWIO -> OIHW
+      if (transpose && shape.size() == 2) shape = {t.shape[1], t.shape[0]};                          // [in, out] -> [out, in]
+      if (found->shape != shape)
+        throw checkpoint_error(file.source() + ": tensor '" + key + "' has shape " + found->shape_string() + "; " + ours +
+                               " needs " + detail::extents_string(shape));
+      const std::vector<float> v = found->to_floats();
+      std::span<float> out = layer[t.name];
+      if (!transpose) {
+        std::copy(v.begin(), v.end(), out.begin());
+      } else if (shape.size() == 4) {
+        const std::int64_t o = shape[0], i = shape[1], kh = shape[2], kw = shape[3];
+        for (std::int64_t a = 0; a < o; ++a)
+          for (std::int64_t b = 0; b < i; ++b)
+            for (std::int64_t y = 0; y < kh; ++y)
+              for (std::int64_t x = 0; x < kw; ++x)
+                out[static_cast<std::size_t>(((y * kw + x) * i + b) * o + a)] = v[static_cast<std::size_t>(((a * i + b) * kh + y) * kw + x)];
+      } else {
+        const std::int64_t o = shape[0], i = shape[1];
+        for (std::int64_t a = 0; a < o; ++a)
+          for (std::int64_t b = 0; b < i; ++b) out[static_cast<std::size_t>(b * o + a)] = v[static_cast<std::size_t>(a * i + b)];
+      }
+    }
   try {
     w.validate();
   } catch (const weight_error& e) {

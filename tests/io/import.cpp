@@ -1,7 +1,8 @@
-// Importing weights another framework wrote (ipu::import_weights, ipu/checkpoint.hpp): a file
-// with the keys and layouts of torchvision's ResNet-18 `state_dict`, built here from
-// torchvision's module structure (not from ipu's paths), loads into the zoo's resnet18 with
-// every kernel transposed from OIHW to HWIO and the dense kernel from [out, in] to [in, out].
+// Importing weights another framework wrote (ipu::import_weights, ipu/checkpoint.hpp): files
+// with the keys and layouts of torchvision's ResNet-18 and ResNet-50 `state_dict`s, built here
+// from torchvision's module structure (not from ipu's paths), load into the zoo's resnet18 and
+// resnet50 with every kernel transposed from OIHW to HWIO and the dense kernel from [out, in]
+// to [in, out].
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@
 namespace {
 
 using resnet18 = ipu::models::resnet18<ipu::f32, 1, 3, ipu::models::padding_convention::pytorch>;
+using resnet50 = ipu::models::resnet50<ipu::f32, 1, 3, ipu::models::padding_convention::pytorch>;
 
 /// A value that names its tensor and position, positive (batch norms' variances must be).
 float value_of(const std::string& key, std::int64_t i) {
@@ -25,39 +27,58 @@ float value_of(const std::string& key, std::int64_t i) {
   return 0.5f + static_cast<float>((h % 997) * 1000 + static_cast<std::uint64_t>(i) % 1000) * 1e-7f;
 }
 
-/// torchvision's resnet18 `state_dict`: key -> shape (OIHW kernels, `fc.weight` [out, in]).
-std::map<std::string, std::vector<std::int64_t>> torchvision_resnet18() {
-  std::map<std::string, std::vector<std::int64_t>> keys;
-  const auto bn = [&](const std::string& name, std::int64_t c) {
-    for (const char* t : {"weight", "bias", "running_mean", "running_var"}) keys[name + "." + t] = {c};
-  };
+using state_dict_keys = std::map<std::string, std::vector<std::int64_t>>;
+
+/// The keys of a batch norm `name` of `c` channels.
+void add_batch_norm(state_dict_keys& keys, const std::string& name, std::int64_t c) {
+  for (const char* t : {"weight", "bias", "running_mean", "running_var"}) keys[name + "." + t] = {c};
+}
+
+/// torchvision's `resnet18` or `resnet50` `state_dict` (torchvision/models/resnet.py: `BasicBlock`
+/// [2, 2, 2, 2], `Bottleneck` [3, 4, 6, 3] of expansion 4): key -> shape (OIHW kernels,
+/// `fc.weight` [out, in]).
+state_dict_keys torchvision_resnet(int depth) {
+  const bool bottleneck = depth == 50;
+  const int blocks[4] = {bottleneck ? 3 : 2, bottleneck ? 4 : 2, bottleneck ? 6 : 2, bottleneck ? 3 : 2};
+  const std::int64_t expansion = bottleneck ? 4 : 1;
+  state_dict_keys keys;
   keys["conv1.weight"] = {64, 3, 7, 7};
-  bn("bn1", 64);
+  add_batch_norm(keys, "bn1", 64);
+  std::int64_t in = 64;
   for (int layer = 1; layer <= 4; ++layer) {
-    const std::int64_t c = std::int64_t{64} << (layer - 1);
-    for (int block = 0; block < 2; ++block) {
+    const std::int64_t width = std::int64_t{64} << (layer - 1), out = width * expansion;
+    for (int block = 0; block < blocks[layer - 1]; ++block) {
       const std::string p = "layer" + std::to_string(layer) + "." + std::to_string(block) + ".";
-      const std::int64_t in = block == 0 && layer > 1 ? c / 2 : c;
-      keys[p + "conv1.weight"] = {c, in, 3, 3};
-      bn(p + "bn1", c);
-      keys[p + "conv2.weight"] = {c, c, 3, 3};
-      bn(p + "bn2", c);
-      if (block == 0 && layer > 1) {
-        keys[p + "downsample.0.weight"] = {c, c / 2, 1, 1};
-        bn(p + "downsample.1", c);
+      if (bottleneck) {
+        keys[p + "conv1.weight"] = {width, in, 1, 1};
+        keys[p + "conv2.weight"] = {width, width, 3, 3};
+        keys[p + "conv3.weight"] = {out, width, 1, 1};
+        add_batch_norm(keys, p + "bn3", out);
+      } else {
+        keys[p + "conv1.weight"] = {width, in, 3, 3};
+        keys[p + "conv2.weight"] = {width, width, 3, 3};
       }
+      add_batch_norm(keys, p + "bn1", width);
+      add_batch_norm(keys, p + "bn2", width);
+      if (block == 0 && in != out) {
+        keys[p + "downsample.0.weight"] = {out, in, 1, 1};
+        add_batch_norm(keys, p + "downsample.1", out);
+      }
+      in = out;
     }
   }
-  keys["fc.weight"] = {1000, 512};
+  keys["fc.weight"] = {1000, in};
   keys["fc.bias"] = {1000};
   return keys;
 }
 
-/// Writes the state dict to a file called `name` (each test its own: CTest runs them in
-/// parallel), without `skip`, with `reshape` flattened, and a tensor of none of ipu's layers.
-std::filesystem::path write_state_dict(const std::string& name, const std::string& skip = "", const std::string& reshape = "") {
+/// Writes ResNet-`depth`'s state dict to a file called `name` (each test its own: CTest runs
+/// them in parallel), without `skip`, with `reshape` flattened, and a tensor of none of ipu's
+/// layers.
+std::filesystem::path write_state_dict(const std::string& name, int depth = 18, const std::string& skip = "",
+                                       const std::string& reshape = "") {
   ipu::safetensors::writer out;
-  for (const auto& [key, shape] : torchvision_resnet18()) {
+  for (const auto& [key, shape] : torchvision_resnet(depth)) {
     if (key == skip) continue;
     std::int64_t n = 1;
     for (const std::int64_t d : shape) n *= d;
@@ -108,14 +129,40 @@ TEST_CASE("a torchvision ResNet-18 state dict imports with its kernels transpose
 }
 
 TEST_CASE("an import lacking a tensor or with a wrong shape names the file's tensor and ipu's") {
-  auto path = write_state_dict("lacking", "layer3.1.conv2.weight");
+  auto path = write_state_dict("lacking", 18, "layer3.1.conv2.weight");
   REQUIRE_THROWS_MATCHES(ipu::import_weights<resnet18>(path, ipu::torchvision_resnet_name), ipu::checkpoint_error,
                          Catch::Matchers::Message(path.string() +
                                                   ": no tensor 'layer3.1.conv2.weight' (for stage3.block2.conv2.kernel)"));
   std::filesystem::remove(path);
-  path = write_state_dict("reshaped", "", "fc.weight");
+  path = write_state_dict("reshaped", 18, "", "fc.weight");
   REQUIRE_THROWS_MATCHES(ipu::import_weights<resnet18>(path, ipu::torchvision_resnet_name), ipu::checkpoint_error,
                          Catch::Matchers::Message(path.string() +
                                                   ": tensor 'fc.weight' has shape [512000]; dense1.kernel needs [1000, 512]"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a torchvision ResNet-50 state dict imports: bottlenecks, and a downsample in every stage") {
+  const auto path = write_state_dict("resnet50", 50);
+  const auto w = ipu::import_weights<resnet50>(path, ipu::torchvision_resnet_name);
+  // The file's structure against torchvision's published count: 25,557,032 parameters, the
+  // running statistics aside. ipu holds those too.
+  std::int64_t parameters = 0, statistics = 0;
+  for (const auto& [key, shape] : torchvision_resnet(50)) {
+    std::int64_t n = 1;
+    for (const std::int64_t d : shape) n *= d;
+    (key.ends_with("running_mean") || key.ends_with("running_var") ? statistics : parameters) += n;
+  }
+  CHECK(parameters == 25'557'032);
+  std::int64_t values = 0;
+  for (const auto& layer : w)
+    for (const auto& t : layer.tensors()) values += static_cast<std::int64_t>(t.values.size());
+  CHECK(values == parameters + statistics);
+  // layer1.0.conv3 [256, 64, 1, 1] -> HWIO [1, 1, 64, 256]; layer4.2.conv2 [512, 512, 3, 3] -> [3, 3, 512, 512].
+  CHECK(w["stage1.block1.conv3"]["kernel"][5 * 256 + 200] == value_of("layer1.0.conv3.weight", 200 * 64 + 5));
+  CHECK(w["stage4.block3.conv2"]["kernel"][static_cast<std::size_t>(((2 * 3 + 1) * 512 + 7) * 512 + 300)] ==
+        value_of("layer4.2.conv2.weight", ((300 * 512 + 7) * 3 + 2) * 3 + 1));
+  CHECK(w["stage1.block1.shortcut.conv1"]["kernel"][63 * 256 + 255] == value_of("layer1.0.downsample.0.weight", 255 * 64 + 63));
+  CHECK(w["stage3.block6.batch_norm3"]["mean"][1023] == value_of("layer3.5.bn3.running_mean", 1023));
+  CHECK(w["dense1"]["kernel"][2047 * 1000 + 999] == value_of("fc.weight", 999 * 2048 + 2047));
   std::filesystem::remove(path);
 }

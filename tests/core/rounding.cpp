@@ -85,7 +85,7 @@ TEST_CASE("the random bits decide: all-zero bits round up, all-one bits round do
   }
 }
 
-TEST_CASE("round_to_half: nearest as the f16 conversion rounds; stochastic the same bits for the same stream, others for another") {
+TEST_CASE("round_to_half: nearest as the f16 conversion rounds, stochastic the same bits for the same stream, others for another") {
   std::vector<float> v(1000);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(std::sin(static_cast<double>(i)) * 3.0);
   std::vector<float> nearest = v, a = v, b = v, c = v;

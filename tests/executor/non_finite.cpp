@@ -122,7 +122,7 @@ TEST_CASE("the check names the layer whose f16 sums overflow, though ReLU and po
   }
 }
 
-TEST_CASE("without the check, nothing is checked; with it, finite batches give the same bits") {
+TEST_CASE("without the check, nothing is checked, with it, finite batches give the same bits") {
   const auto w = ipu::weights<drop_t>::random(3);
   ipu::engine<drop_t, tiny> checked{w, {.mode = ipu::execution_mode::fast, .threads = 1, .check_finite = true}};
   ipu::engine<drop_t, tiny> plain{w, {ipu::execution_mode::fast, 1}};

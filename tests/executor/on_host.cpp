@@ -73,7 +73,7 @@ TEST_CASE("an on_host block between two IPUs") {
   ipu_test::check_engine<split_f32, tiny2>(1e-5);
 }
 
-TEST_CASE("host nodes are host steps; on<> inside on_host places on an IPU") {
+TEST_CASE("host nodes are host steps, on<> inside on_host places on an IPU") {
   constexpr auto& nodes = ipu::node_table_v<host_f32>;
   STATIC_REQUIRE(nodes[static_cast<std::size_t>(node_at<host_f32>("conv2"))].on_host());
   STATIC_REQUIRE(nodes[static_cast<std::size_t>(node_at<host_f32>("softmax1"))].ipu == ipu::host_device);

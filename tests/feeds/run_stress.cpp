@@ -292,10 +292,10 @@ void stress(std::chrono::milliseconds budget) {
 
 }  // namespace
 
-TEST_CASE("run stress: producers fail, consumers leave, channels are destroyed; nothing is lost or reordered (fast)") {
+TEST_CASE("run stress: producers fail, consumers leave, channels are destroyed, nothing is lost or reordered (fast)") {
   stress<ipu::execution_mode::fast>(std::chrono::milliseconds(2000));
 }
 
-TEST_CASE("run stress: producers fail, consumers leave, channels are destroyed; nothing is lost or reordered (faithful)") {
+TEST_CASE("run stress: producers fail, consumers leave, channels are destroyed, nothing is lost or reordered (faithful)") {
   stress<ipu::execution_mode::faithful>(std::chrono::milliseconds(1000));
 }

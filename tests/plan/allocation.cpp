@@ -30,7 +30,7 @@ bool valid(const std::array<ipu::buffer_request, capacity>& r, int count, const 
 
 }  // namespace
 
-TEST_CASE("pack: buffers that never meet share an address; buffers that meet are stacked") {
+TEST_CASE("pack: buffers that never meet share an address, buffers that meet are stacked") {
   std::array<ipu::buffer_request, capacity> r{};
   r[0] = {0, 1, 64};  // steps 0-1
   r[1] = {1, 2, 32};  // meets both others

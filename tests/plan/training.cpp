@@ -197,7 +197,7 @@ TEST_CASE("the training plan's buffers never share a byte while both live, and n
   check_allocation(ipu::plan_v<ipu::training<dropped_t<ipu::f16>, per_block>, tiny>);
 }
 
-TEST_CASE("a dropped-out input's copy lives in its reader's forward step, again in its backward step with its gradient; no mask is stored") {
+TEST_CASE("a dropped-out input's copy lives in its reader's forward step, again in its backward step with its gradient, no mask is stored") {
   // The same graph with and without dropouts: the plans differ only in the steps of the two
   // readers, by the bytes of the input they read, in one category each.
   constexpr auto& with = ipu::plan_v<ipu::training<dropped_t<ipu::f16>, adam>, tiny>;

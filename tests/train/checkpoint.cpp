@@ -148,7 +148,7 @@ TEST_CASE("weights saved in f16 and bf16 load rounded to nearest") {
       }
 }
 
-TEST_CASE("restoring a checkpoint of another optimiser is an error; its weights still load") {
+TEST_CASE("restoring a checkpoint of another optimiser is an error, its weights still load") {
   const auto path = scratch("optimiser") / "ckpt.safetensors";
   const auto x = ipu_test::random_input<f32_net>(4);
   ipu::trainer<f32_net, one_ipu, adam_opts> adam{ipu::weights<f32_net>::random(3), {2, 7}};

@@ -117,7 +117,7 @@ constexpr auto regression_net = ipu::input<ipu::f32, 3, 4, 4, 2>
 
 }  // namespace
 
-TEST_CASE("convolutions' gradients: 1x1 and 3x3 strided, grouped, depthwise, dilated, padded, with bias; flatten and dense") {
+TEST_CASE("convolutions' gradients: 1x1 and 3x3 strided, grouped, depthwise, dilated, padded, with bias, flatten and dense") {
   check_gradients<decltype(conv_net<ipu::f32>)>(5e-4);
 }
 

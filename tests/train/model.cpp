@@ -149,7 +149,7 @@ TEST_CASE("evaluate scores an engine's outputs: loss, accuracy and top-5 accurac
   CHECK(p.size() == 21 * 4);
 }
 
-TEST_CASE("early stopping ends fit; the scheduler sets each epoch's rate") {
+TEST_CASE("early stopping ends fit, the scheduler sets each epoch's rate") {
   const samples train(64, 7);
   model_t m{ipu::weights<net_t>::random(1), {2, 3}};
   ipu::early_stopping stop{1, 100.0};  // no fall of the loss is enough: stops after 1 + patience epochs

@@ -207,7 +207,7 @@ std::vector<float> s_train(std::uint64_t seed, unsigned threads) {
 
 }  // namespace
 
-TEST_CASE("16.16: rounding to the nearest loses updates under half an f16 step; stochastic rounding keeps them on average") {
+TEST_CASE("16.16: rounding to the nearest loses updates under half an f16 step, stochastic rounding keeps them on average") {
   const double expected = s_reference_change();
   REQUIRE(expected < -5e-4);
 

@@ -29,6 +29,7 @@
 /// **Other frameworks' files.** `import_weights` reads weights under other names and layouts,
 /// e.g. torchvision's ResNets (`torchvision_resnet_name`) with PyTorch's OIHW kernels.
 
+#include <ipu/core/hash.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/io/safetensors.hpp>
 #include <ipu/runtime/weights.hpp>
@@ -67,11 +68,9 @@ inline std::string network_description(std::span<const node> nodes) {
   return text;
 }
 
-/// FNV-1a, 64 bits (Fowler, Noll and Vo; http://www.isthe.com/chongo/tech/comp/fnv/), as 16
-/// hexadecimal digits.
+/// `fnv1a64(text)` (`core/hash.hpp`) as 16 hexadecimal digits.
 inline std::string fnv1a_hex(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ull;  // the offset basis
-  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;  // the 64-bit prime
+  std::uint64_t h = fnv1a64(text);
   constexpr std::string_view digits = "0123456789abcdef";
   std::string s(16, '0');
   for (int k = 15; k >= 0; --k, h >>= 4) s[static_cast<std::size_t>(k)] = digits[h & 0xf];
@@ -132,6 +131,11 @@ inline void read_weights(const safetensors::file& file, std::span<layer_weights>
 inline std::string_view slot_name(optimizer_kind kind, int slot) noexcept {
   return kind == optimizer_kind::sgd ? "momentum" : slot == 0 ? "m" : "v";
 }
+/// The file's key of state slot `slot` of weight tensor `tensor` of `layer`, for optimiser `kind`.
+inline std::string optimizer_key(const layer_weights& layer, std::string_view tensor, optimizer_kind kind, int slot) {
+  return "optimizer/" + weight_key(layer, tensor) + "/" + std::string(slot_name(kind, slot));
+}
+/// The name of an optimiser, as `ipu.optimizer` holds it.
 inline std::string_view optimizer_name(optimizer_kind kind) noexcept {
   switch (kind) {
     case optimizer_kind::sgd: return "sgd";
@@ -170,6 +174,21 @@ std::string network_description() {
   return detail::network_description(node_table_v<G>);
 }
 
+namespace detail {
+/// The weights of `G` in `file` (see `load_weights`).
+template <Graph G>
+weights<G> weights_in(const safetensors::file& file) {
+  weights<G> w;
+  read_weights(file, {w.begin(), w.end()}, ipu::network_description<G>());
+  try {
+    w.validate();
+  } catch (const weight_error& e) {
+    throw checkpoint_error(file.source() + ": " + e.what());
+  }
+  return w;
+}
+}  // namespace detail
+
 /// Writes `w` to `path` in safetensors (see the file comment), each tensor as `type` (F32,
 /// F16 or BF16; the narrower types round to nearest, ties to even). Throws `checkpoint_error`.
 template <Graph G>
@@ -186,15 +205,7 @@ void save_weights(const std::filesystem::path& path, const weights<G>& w, safete
 /// or the first value that is not finite or that its op refuses (`weights<G>::validate`).
 template <Graph G>
 weights<G> load_weights(const std::filesystem::path& path) {
-  const safetensors::file file = safetensors::file::read(path);
-  weights<G> w;
-  detail::read_weights(file, {w.begin(), w.end()}, network_description<G>());
-  try {
-    w.validate();
-  } catch (const weight_error& e) {
-    throw checkpoint_error(file.source() + ": " + e.what());
-  }
-  return w;
+  return detail::weights_in<G>(safetensors::file::read(path));
 }
 
 /// How a file lays out kernels.
@@ -310,8 +321,7 @@ void save_checkpoint(const std::filesystem::path& path, const trainer<G, Tgt, Op
     for (const weight_tensor& w : layer.tensors())
       for (int slot = 0; slot < slots; ++slot, ++k)
         if (w.trainable)
-          out.add("optimizer/" + detail::weight_key(layer, w.name) + "/" + std::string(detail::slot_name(Opts.optimizer.kind, slot)),
-                  w.shape, s.optimizer[k]);
+          out.add(detail::optimizer_key(layer, w.name, Opts.optimizer.kind, slot), w.shape, s.optimizer[k]);
   out.set_metadata("ipu.optimizer", std::string(detail::optimizer_name(Opts.optimizer.kind)));
   out.set_metadata("ipu.optimizer_slots", std::to_string(slots));
   out.set_metadata("ipu.steps", std::to_string(s.steps));
@@ -349,10 +359,7 @@ void restore_checkpoint(const std::filesystem::path& path, trainer<G, Tgt, Opts,
   for (const layer_weights& layer : w)
     for (const weight_tensor& x : layer.tensors())
       for (int slot = 0; slot < slots; ++slot)
-        s.optimizer.push_back(x.trainable ? detail::read_tensor(file,
-                                                                "optimizer/" + detail::weight_key(layer, x.name) + "/" +
-                                                                    std::string(detail::slot_name(Opts.optimizer.kind, slot)),
-                                                                x)
+        s.optimizer.push_back(x.trainable ? detail::read_tensor(file, detail::optimizer_key(layer, x.name, Opts.optimizer.kind, slot), x)
                                           : std::vector<float>{});
   try {
     t.restore(w, s);

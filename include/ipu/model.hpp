@@ -32,6 +32,7 @@
 ///   epoch (`fit_options::verbose`).
 
 #include <ipu/checkpoint.hpp>
+#include <ipu/data/pipeline.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/runtime/engine.hpp>
 #include <ipu/runtime/weights.hpp>
@@ -193,6 +194,17 @@ inline std::optional<std::filesystem::path> latest_checkpoint(const std::filesys
   return found.back().second;
 }
 
+namespace detail {
+/// Removes the checkpoints in `dir` but the `keep` latest.
+inline void remove_older_checkpoints(const std::filesystem::path& dir, int keep) {
+  const auto found = checkpoints_in(dir);
+  for (std::size_t k = 0; k + static_cast<std::size_t>(keep) < found.size(); ++k) {
+    std::error_code ec;
+    std::filesystem::remove(found[k].second, ec);
+  }
+}
+}  // namespace detail
+
 /// Saves the model to `dir` every `every_steps` steps and at each epoch's end
 /// (`every_steps` 0: at each epoch's end only), keeping the `keep` latest; when `fit`
 /// begins, restores the latest if there is one (Keras' `ModelCheckpoint` with
@@ -229,11 +241,7 @@ class checkpoints : public callback {
  private:
   void save(const training_session& s) {
     s.save_checkpoint(checkpoint_path(dir_, s.step()));
-    auto found = checkpoints_in(dir_);
-    for (std::size_t k = 0; k + static_cast<std::size_t>(keep_) < found.size(); ++k) {
-      std::error_code ec;
-      std::filesystem::remove(found[k].second, ec);
-    }
+    detail::remove_older_checkpoints(dir_, keep_);
   }
 
   std::filesystem::path dir_;
@@ -369,21 +377,6 @@ class progress {
   std::chrono::steady_clock::time_point last_draw_{};
 };
 
-/// The order of `n` samples in epoch `epoch`: a Fisher-Yates shuffle drawn from a 64-bit
-/// Mersenne Twister seeded by `seed` and the epoch, the same on every platform.
-inline std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, int epoch, bool shuffle) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), std::int64_t{0});
-  if (!shuffle) return order;
-  mt19937_64 engine(mix64(seed ^ mix64(static_cast<std::uint64_t>(epoch) + 1)));
-  for (std::int64_t i = n - 1; i > 0; --i) {
-    // j uniform in [0, i]; the modulo's bias is below (i + 1) / 2^64.
-    const auto j = static_cast<std::int64_t>(engine() % static_cast<std::uint64_t>(i + 1));
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
-  }
-  return order;
-}
-
 /// The number of the `count` rows of `rows` (`classes` values each) whose largest value is at
 /// the row's label, and the number whose label is among the `k` largest.
 inline std::pair<std::int64_t, std::int64_t> correct(std::span<const float> rows, std::span<const std::int32_t> labels,
@@ -402,6 +395,48 @@ inline std::pair<std::int64_t, std::int64_t> correct(std::span<const float> rows
     topk += rank < k ? 1 : 0;
   }
   return {top1, topk};
+}
+
+/// A classifier's loss and correct answers summed over batches, for `metrics`.
+struct metric_sums {
+  double loss = 0;           ///< the samples' cross-entropies, summed
+  std::int64_t top1 = 0;     ///< samples whose largest output is their class
+  std::int64_t top5 = 0;     ///< samples whose class is among the 5 largest outputs
+  std::int64_t samples = 0;  ///< samples added
+
+  /// Adds the `count` rows of `rows` (`classes` values each: probabilities if `probabilities`,
+  /// else logits) with their `labels`.
+  void add(std::span<const float> rows, std::span<const std::int32_t> labels, std::int64_t count, std::int64_t classes,
+           bool probabilities) {
+    for (std::int64_t b = 0; b < count; ++b) {
+      const float* row = rows.data() + b * classes;
+      const std::int32_t label = labels[static_cast<std::size_t>(b)];
+      if (probabilities) {
+        loss -= std::log(std::max(static_cast<double>(row[label]), 1e-30));
+      } else {  // -log softmax(row)[label], in double
+        const double largest = *std::max_element(row, row + classes);
+        double sum = 0;
+        for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c]) - largest);
+        loss -= static_cast<double>(row[label]) - largest - std::log(sum);
+      }
+    }
+    const auto [right, in_top5] = correct(rows, labels, count, classes, 5);
+    top1 += right;
+    top5 += in_top5;
+    samples += count;
+  }
+  /// The means (zeros before any sample).
+  metrics result() const {
+    if (samples == 0) return {};
+    const auto n = static_cast<double>(samples);
+    return {loss / n, static_cast<double>(top1) / n, static_cast<double>(top5) / n};
+  }
+};
+
+/// Whether `G`'s output is a softmax's (probabilities) rather than logits.
+template <Graph G>
+constexpr bool probabilities() noexcept {
+  return node_table_v<G>.back().kind == op_of<ops::softmax>;
 }
 }  // namespace detail
 
@@ -442,7 +477,9 @@ class model {
     std::vector<stream_type> xb(static_cast<std::size_t>(batch * sample_size));
     std::vector<std::int32_t> yb(static_cast<std::size_t>(batch));
     for (int epoch = static_cast<int>(s.step() / per_epoch); epoch < o.epochs && !s.stopped; ++epoch) {
-      const std::vector<std::int64_t> order = detail::epoch_order(static_cast<std::int64_t>(y.size()), o.seed, epoch, o.shuffle);
+      std::vector<std::int64_t> order(y.size());
+      if (o.shuffle) order = data::shuffled(static_cast<std::int64_t>(y.size()), o.seed, epoch);
+      else std::iota(order.begin(), order.end(), std::int64_t{0});
       for (callback* c : callbacks) c->on_epoch_begin(s, epoch);
       bar.begin_epoch(epoch, o.epochs, per_epoch);
       epoch_logs logs;
@@ -489,20 +526,9 @@ class model {
         throw std::invalid_argument("ipu::model::evaluate: label " + std::to_string(i) + " is " + std::to_string(y[i]) +
                                     "; the model has " + std::to_string(classes) + " classes");
     const std::vector<float> p = predict(x);
-    metrics m;
-    const auto n = static_cast<std::int64_t>(y.size());
-    if (n == 0) return m;
-    double loss = 0;
-    for (std::int64_t b = 0; b < n; ++b) {
-      const float* row = p.data() + b * classes;
-      loss -= probabilities() ? std::log(std::max(static_cast<double>(row[y[static_cast<std::size_t>(b)]]), 1e-30))
-                              : log_softmax(row, y[static_cast<std::size_t>(b)]);
-    }
-    const auto [top1, top5] = detail::correct(p, y, n, classes, 5);
-    m.loss = loss / static_cast<double>(n);
-    m.accuracy = static_cast<double>(top1) / static_cast<double>(n);
-    m.top5_accuracy = static_cast<double>(top5) / static_cast<double>(n);
-    return m;
+    detail::metric_sums sums;
+    sums.add(p, y, static_cast<std::int64_t>(y.size()), classes, detail::probabilities<G>());
+    return sums.result();
   }
 
   /// The outputs for samples `x`, `classes` values per sample, in inference (the last batch
@@ -535,16 +561,6 @@ class model {
   const ipu::weights<G>& weights() const noexcept { return trainer_.weights(); }
 
  private:
-  /// Whether the graph's output is a softmax's (probabilities) rather than logits.
-  static constexpr bool probabilities() noexcept { return node_table_v<G>.back().kind == op_of<ops::softmax>; }
-  /// `-log softmax(row)[label]`, in double.
-  static double log_softmax(const float* row, std::int32_t label) {
-    const double largest = *std::max_element(row, row + classes);
-    double sum = 0;
-    for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c]) - largest);
-    return static_cast<double>(row[label]) - largest - std::log(sum);
-  }
-
   void check_samples(const char* what, std::size_t values, std::size_t labels) const {
     if (values != labels * static_cast<std::size_t>(sample_size))
       throw std::invalid_argument(std::string("ipu::model::") + what + ": " + std::to_string(values) + " input values for " +

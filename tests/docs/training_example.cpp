@@ -1,7 +1,15 @@
 // The examples of docs/training.md, compiled and run. Keep the two in step.
 #include <ipu/checkpoint.hpp>
+#include <ipu/data/pipeline.hpp>
+#include <ipu/estimator.hpp>
 #include <ipu/ipu.hpp>
 #include <ipu/model.hpp>
+
+#include <range/v3/view/chunk.hpp>
+#include <range/v3/view/join.hpp>
+#include <range/v3/view/take.hpp>
+#include <range/v3/view/transform.hpp>
+#include <range/v3/view/zip.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -129,6 +137,52 @@ TEST_CASE("docs/training.md: fit, evaluate and predict") {
   CHECK(m.loss > 0);
   CHECK(p.size() == 10 * 10);
   CHECK(ipu::latest_checkpoint(dir / "model") == ipu::checkpoint_path(dir / "model", 6));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("docs/training.md: the estimator's train and evaluate") {
+  const std::vector<float> x(16 * 8 * 8 * 3, 0.5f);
+  const std::vector<std::int32_t> y{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ipu_training_doc_estimator";
+  std::filesystem::remove_all(dir);
+  // [estimator]
+  namespace rv = ranges::views;
+  ipu::estimator<net_t, ipu::mk2, opts> est{ipu::weights<net_t>::random(1),
+                                            {.model_dir = dir / "run", .save_checkpoints_steps = 100}};
+  const auto input_fn = [&] {                                // (a batch's values, its labels)
+    return rv::zip(x | rv::chunk(8 * 8 * 8 * 3), y | rv::chunk(8));
+  };
+  ipu::train_result t = est.train(input_fn, /*steps*/ 2);    // writes ckpt-2 as it returns
+  ipu::eval_result e = est.evaluate(input_fn, est.latest_checkpoint());
+  // [estimator]
+  CHECK(t.global_step == 2);
+  CHECK(e.global_step == 2);
+  CHECK(e.samples == 16);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("docs/training.md: a host pipeline of 8-bit images, shuffled and normalised") {
+  const std::vector<std::uint8_t> bytes(20 * 8 * 8 * 3, 128);
+  const std::vector<std::int32_t> labels(20, 3);
+  const std::span<const std::uint8_t> images(bytes);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ipu_training_doc_pipeline";
+  std::filesystem::remove_all(dir);
+  ipu::estimator<net_t, ipu::mk2, opts> est{ipu::weights<net_t>::random(1), {.model_dir = dir}};
+  const int epoch = 0;
+  // [pipeline]
+  namespace rv = ranges::views;
+  constexpr std::int64_t batch = 8, size = 8 * 8 * 3;                  // samples, values per sample
+  const std::vector<std::int64_t> order = ipu::data::shuffled(labels.size(), /*seed*/ 7, epoch);
+  const auto input_fn = [&] {
+    auto kept = order | rv::take(order.size() / batch * batch);     // whole batches
+    auto values = kept | rv::transform([&](std::int64_t i) { return images.subspan(i * size, size); })
+                | rv::join | rv::transform(ipu::data::normalise{.scale = 1 / 255.0f, .mean = 0.5f, .stddev = 0.25f});
+    auto classes = kept | rv::transform([&](std::int64_t i) { return labels[i]; });
+    return rv::zip(values | rv::chunk(batch * size), classes | rv::chunk(batch));
+  };
+  est.train(input_fn);                                                 // 2 steps; 4 images left out
+  // [pipeline]
+  CHECK(est.global_step() == 2);
   std::filesystem::remove_all(dir);
 }
 

@@ -4,11 +4,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <range/v3/view/chunk.hpp>
 #include <range/v3/view/iota.hpp>
 #include <range/v3/view/take.hpp>
 #include <range/v3/view/transform.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -59,6 +61,13 @@ concept can_feed = requires(ipu::infeed<image_t, 2>& in, R r) { ipu::feed(in, r)
 static_assert(can_feed<std::vector<image>>);
 static_assert(can_feed<std::vector<std::vector<float>>>);
 static_assert(!can_feed<std::vector<std::string>>);
+// A flat range of values cut into samples by range-v3, and floats into an f16 input.
+using half_image_t = decltype(ipu::input<ipu::f16, 1, 2, 2, 3> | nn::global_avg_pool);
+template <class R>
+concept can_feed_half = requires(ipu::infeed<half_image_t, 2>& in, R r) { ipu::feed(in, r); };
+static_assert(can_feed<decltype(std::declval<std::vector<float>&>() | ranges::views::chunk(12))>);
+static_assert(can_feed_half<std::vector<std::vector<float>>>);
+static_assert(can_feed_half<decltype(ranges::views::iota(0, 24) | ranges::views::chunk(12))>);
 static_assert(!can_feed<int>);
 
 TEST_CASE("feed: a range-v3 pipeline of tensors, pushed in order, then closed") {
@@ -92,6 +101,33 @@ TEST_CASE("feed: a container of raw values, assigned into the slots, checked for
   CHECK(seen == std::vector<float>{1.0f, 2.0f});  // the elements before the bad one
   CHECK(result.pushed == 2);
   CHECK(result.end == ipu::feed_end::failed);
+}
+
+TEST_CASE("feed: floats cut into samples by views::chunk feed an f16 infeed, rounded to nearest even") {
+  ipu::infeed<half_image_t, 2> in;
+  // 100 samples of 12 values; value v of sample s is s + v / 3, which binary16 cannot hold
+  // exactly: each is rounded to nearest, ties to even.
+  std::vector<float> flat(1200);
+  for (std::size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(i / 12) + static_cast<float>(i % 12) / 3.0f;
+  ipu::feed_result result;
+  std::jthread producer([&] { result = ipu::feed(in, flat | ranges::views::chunk(12)); });
+  std::vector<float> seen;
+  while (in.consume([&](const ipu::input_tensor_t<half_image_t>& x) {
+    for (const ipu::f16 v : x) seen.push_back(static_cast<float>(v));
+  })) {}
+  producer.join();
+  CHECK(result.pushed == 100);
+  CHECK(result.end == ipu::feed_end::closed);
+  REQUIRE(seen.size() == flat.size());
+  // The nearest binary16 (11 significant bits) by search over the neighbours in float steps.
+  const auto nearest_half = [](float x) {
+    const int e = std::ilogb(x);
+    const float step = std::ldexp(1.0f, (x < 6.103515625e-05f ? -14 : e) - 10);  // spacing at x's binade
+    const float below = std::floor(x / step) * step, above = below + step;
+    if (x - below != above - x) return x - below < above - x ? below : above;
+    return std::fmod(below / step, 2.0f) == 0.0f ? below : above;
+  };
+  for (std::size_t i = 0; i < flat.size(); ++i) REQUIRE(seen[i] == (flat[i] == 0.0f ? 0.0f : nearest_half(flat[i])));
 }
 
 TEST_CASE("feed: an exception thrown inside a view reaches the consumer") {

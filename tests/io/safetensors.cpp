@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/scratch.hpp"
+
 #include <ipu/io/safetensors.hpp>
 
 #include <cstddef>
@@ -32,14 +34,6 @@ std::vector<std::uint8_t> bytes_of(const std::vector<std::byte>& b) {
   std::vector<std::uint8_t> out;
   for (const std::byte x : b) out.push_back(static_cast<std::uint8_t>(x));
   return out;
-}
-
-/// A fresh directory under the system's temporary one.
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("ipu_safetensors_test_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 }  // namespace
@@ -190,7 +184,7 @@ TEST_CASE("the writer refuses what it cannot write") {
 }
 
 TEST_CASE("writing replaces a file whole or not at all") {
-  const auto dir = scratch("atomic");
+  const auto dir = ipu_test::scratch_dir("safetensors_atomic");
   const auto path = dir / "w.safetensors";
   st::writer first, second;
   first.add("a", std::vector<std::int64_t>{1}, std::vector<float>{1});

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/scratch.hpp"
 #include "train/train_support.hpp"
 
 #include <ipu/checkpoint.hpp>
@@ -54,19 +55,11 @@ constexpr ipu::train_options half_opts{.optimizer = ipu::sgd{.learning_rate = 0.
                                        .master_weights = ipu::dtype::f16,
                                        .loss_scaling = ipu::dynamic_loss_scaling()};
 
-/// A fresh directory under the system's temporary one.
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("ipu_checkpoint_test_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 /// Trains `G` 3 steps, checkpoints, trains 3 more; a trainer of other weights and seed restored
 /// from the checkpoint gives the last 3 steps' losses, weights and state bit for bit.
 template <class G, ipu::train_options Opts>
 void check_resume(const std::string& name) {
-  const auto path = scratch(name) / "ckpt.safetensors";
+  const auto path = ipu_test::scratch_dir("checkpoint_" + name) / "ckpt.safetensors";
   const auto x = ipu_test::random_input<G>(4);
   const std::span input(x.data(), x.size());
   const auto labels = ipu_test::random_labels(2, 3, 5);
@@ -101,7 +94,7 @@ TEST_CASE("a trainer restored from a checkpoint continues with the bits of the t
 }
 
 TEST_CASE("a checkpoint's weights load into the same network on two IPUs and at another batch") {
-  const auto path = scratch("split") / "w.safetensors";
+  const auto path = ipu_test::scratch_dir("checkpoint_split") / "w.safetensors";
   const auto w = ipu::weights<f32_net>::random(5);
   ipu::save_weights(path, w);
   const auto split = ipu::load_weights<split_t>(path);
@@ -115,7 +108,7 @@ TEST_CASE("a checkpoint's weights load into the same network on two IPUs and at 
 }
 
 TEST_CASE("loading a checkpoint into another network names the first node that differs") {
-  const auto path = scratch("other") / "w.safetensors";
+  const auto path = ipu_test::scratch_dir("checkpoint_other") / "w.safetensors";
   ipu::save_weights(path, ipu::weights<f32_net>::random(5));
   REQUIRE_THROWS_MATCHES(ipu::load_weights<other_t>(path), ipu::checkpoint_error,
                          Catch::Matchers::Message(path.string() +
@@ -125,7 +118,7 @@ TEST_CASE("loading a checkpoint into another network names the first node that d
 }
 
 TEST_CASE("weights saved in f16 and bf16 load rounded to nearest") {
-  const auto dir = scratch("narrow");
+  const auto dir = ipu_test::scratch_dir("checkpoint_narrow");
   const auto w = ipu::weights<f32_net>::random(6);
   ipu::save_weights(dir / "f16.safetensors", w, ipu::safetensors::dtype::f16);
   ipu::save_weights(dir / "bf16.safetensors", w, ipu::safetensors::dtype::bf16);
@@ -149,7 +142,7 @@ TEST_CASE("weights saved in f16 and bf16 load rounded to nearest") {
 }
 
 TEST_CASE("restoring a checkpoint of another optimiser is an error, its weights still load") {
-  const auto path = scratch("optimiser") / "ckpt.safetensors";
+  const auto path = ipu_test::scratch_dir("checkpoint_optimiser") / "ckpt.safetensors";
   const auto x = ipu_test::random_input<f32_net>(4);
   ipu::trainer<f32_net, one_ipu, adam_opts> adam{ipu::weights<f32_net>::random(3), {2, 7}};
   adam.step(std::span(x.data(), x.size()), ipu_test::random_labels(2, 3, 5));
@@ -166,7 +159,7 @@ TEST_CASE("restoring a checkpoint of another optimiser is an error, its weights 
 }
 
 TEST_CASE("a weight file lacking a tensor, with a wrong shape or not finite is a checkpoint_error naming it") {
-  const auto dir = scratch("foreign");
+  const auto dir = ipu_test::scratch_dir("checkpoint_foreign");
   const auto w = ipu::weights<f32_net>::random(5);
   const auto write = [&](const std::string& skip, const std::string& reshape, float poison) {
     ipu::safetensors::writer out;

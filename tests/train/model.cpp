@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/scratch.hpp"
 #include "support/targets.hpp"
 #include "train/train_support.hpp"
 
@@ -15,7 +16,6 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -25,30 +25,12 @@ namespace nn = ipu::nn;
 
 namespace model_tests {
 
-constexpr int side = 6;
-using net_t = std::remove_cvref_t<decltype(ipu::input<float, 8, side, side, 1>
-                                           | nn::conv<8, 3> | nn::batch_norm | nn::relu | nn::max_pool<2, 2>
-                                           | nn::flatten | nn::dropout<0.2> | nn::dense<4> | nn::softmax)>;
+constexpr int side = ipu_test::quadrant_side;
+using net_t = ipu_test::quadrant_net;
 using target = ipu_test::small_target<16>;
 constexpr ipu::train_options opts{.optimizer = ipu::sgd{.learning_rate = 0.05, .momentum = 0.9}};
 using model_t = ipu::model<net_t, target, opts>;
-
-/// `count` samples of the quadrant task (train_support.hpp) drawn from `seed`.
-struct samples {
-  std::vector<float> x;
-  std::vector<std::int32_t> y;
-  samples(int count, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    ipu_test::quadrant_samples(rng, count, side, x, y);
-  }
-};
-
-/// A fresh directory under the system's temporary one.
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("ipu_model_test_" + name);
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+using samples = ipu_test::quadrant_set;
 
 /// Throws after step `at`: a crash in the middle of an epoch.
 struct crash_at : ipu::callback {
@@ -94,7 +76,7 @@ TEST_CASE("a fit interrupted mid-epoch and resumed from its checkpoints by a new
   model_t uninterrupted{ipu::weights<net_t>::random(1), {2, 3}};
   uninterrupted.fit(train.x, train.y, {.epochs = 3, .seed = 9, .verbose = ipu::verbosity::silent});
 
-  const auto dir = scratch("resume");
+  const auto dir = ipu_test::scratch_dir("model_resume");
   {
     model_t first{ipu::weights<net_t>::random(1), {2, 3}};
     ipu::checkpoints backup{dir, 5, 2};

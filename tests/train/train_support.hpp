@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ipu_test {
@@ -63,6 +64,25 @@ void quadrant_samples(std::mt19937_64& rng, int count, int side, std::vector<T>&
       }
   }
 }
+
+/// The classifier of the quadrant task that the training loops' tests train (model.cpp,
+/// estimator.cpp): 6x6 images, batches of 8, 4 classes, with batch norm and dropout.
+constexpr int quadrant_side = 6;
+using quadrant_net = std::remove_cvref_t<decltype(ipu::input<float, 8, quadrant_side, quadrant_side, 1>
+                                                  | ipu::nn::conv<8, 3> | ipu::nn::batch_norm | ipu::nn::relu
+                                                  | ipu::nn::max_pool<2, 2> | ipu::nn::flatten | ipu::nn::dropout<0.2>
+                                                  | ipu::nn::dense<4> | ipu::nn::softmax)>;
+
+/// `count` samples of the quadrant task drawn from `seed`: `x` the images one after another,
+/// `y` their classes.
+struct quadrant_set {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  quadrant_set(int count, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    quadrant_samples(rng, count, quadrant_side, x, y);
+  }
+};
 
 /// Deterministic labels in `[0, classes)`.
 inline std::vector<std::int32_t> random_labels(std::size_t count, std::int64_t classes, std::uint64_t seed) {

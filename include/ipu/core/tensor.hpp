@@ -6,6 +6,7 @@
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/core/extents.hpp>
+#include <ipu/core/iterable.hpp>
 
 #include <algorithm>
 #include <array>
@@ -14,9 +15,27 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ipu {
+
+namespace detail {
+/// A number: an arithmetic type other than `bool` and the character types (so that a string is
+/// not taken for values).
+template <class V>
+concept number = std::is_arithmetic_v<V> && !std::same_as<V, bool> && !std::same_as<V, char> &&
+                 !std::same_as<V, wchar_t> && !std::same_as<V, char8_t> && !std::same_as<V, char16_t> &&
+                 !std::same_as<V, char32_t>;
+}  // namespace detail
+
+/// Values `V` a host tensor of `T` takes (`tensor::assign`): its own elements, and for an f32
+/// or f16 tensor any number (not a `bool` or character), `f32` or `f16`, converted as
+/// `static_cast<T>` does (to f16: rounded to nearest, ties to even). An 8-bit tensor takes only
+/// `std::uint8_t`, so that no value is truncated unseen.
+template <class V, class T>
+concept TensorValue = std::same_as<std::remove_cvref_t<V>, T> ||
+                      (ElementType<T> && (detail::number<std::remove_cvref_t<V>> || ElementType<std::remove_cvref_t<V>>));
 
 /// A host tensor of `T` with the static extents `Dims...` (row-major, last extent innermost).
 /// Owns its storage; copyable and movable (a moved-from tensor has no storage until a tensor
@@ -53,6 +72,27 @@ class tensor {
       throw std::invalid_argument("ipu::tensor: " + std::to_string(values.size()) + " values given, the tensor " +
                                   shape_string() + " holds " + std::to_string(elements));
     data_.assign(values.begin(), values.end());
+  }
+
+  /// Copies the values of `values`, any range a range-based `for` reads (a range-v3 view such
+  /// as `views::chunk`, a `std::vector<float>` into an f16 tensor), converted to `T` (see
+  /// `TensorValue`). Throws `std::invalid_argument` unless there are exactly `elements`, reading
+  /// at most one past them (so an endless range is refused, not followed); the tensor's values
+  /// are then unspecified. Gives a moved-from tensor storage again.
+  template <InputIterable R>
+    requires(TensorValue<iterable_reference_t<R>, T> && !std::is_convertible_v<R &&, std::span<const T>>)
+  void assign(R&& values) {
+    data_.resize(size());
+    std::size_t n = 0;
+    for (auto&& value : values) {
+      if (n == size())
+        throw std::invalid_argument("ipu::tensor: more than " + std::to_string(elements) + " values given, the tensor " +
+                                    shape_string() + " holds " + std::to_string(elements));
+      data_[n++] = static_cast<T>(value);
+    }
+    if (n != size())
+      throw std::invalid_argument("ipu::tensor: " + std::to_string(n) + " values given, the tensor " + shape_string() +
+                                  " holds " + std::to_string(elements));
   }
 
   /// Pointer to the first of the `elements` contiguous elements, in row-major order.

@@ -21,6 +21,7 @@
 ///   `std::begin` and `std::end`: a standard container or view, or a range-v3 pipeline) into an
 ///   infeed and closes it, forwarding an exception thrown by the range to the infeed's consumer.
 
+#include <ipu/core/iterable.hpp>
 #include <ipu/core/tensor.hpp>
 #include <ipu/graph/compose.hpp>
 #include <ipu/runtime/channel.hpp>
@@ -407,22 +408,10 @@ struct feed_result {
   feed_end end = feed_end::closed;  ///< how it ended
 };
 
-/// A range `feed` reads: a range-based `for` goes through it with `std::begin` and `std::end`
-/// (whose types may differ, as a view's sentinel does). Standard containers and views and
-/// range-v3 pipelines are. (Stated here rather than as `std::ranges::input_range`, whose header
-/// costs every translation unit that includes `ipu/ipu.hpp` about 0.07 s.)
-template <class R>
-concept InputIterable = requires(R& r) {
-  { std::begin(r) != std::end(r) } -> std::convertible_to<bool>;
-  *std::begin(r);
-  ++std::declval<decltype(std::begin(r))&>();
-};
-/// The type of an element of a range of type `R`: what its `std::begin` iterator dereferences to.
-template <class R>
-using iterable_reference_t = decltype(*std::begin(std::declval<R&>()));
-
 /// Elements `feed` can push into a channel of `T`: a `T`, anything assignable to one, or a
-/// range of values that `T::assign` takes (e.g. a `std::vector` of the tensor's elements).
+/// range of values that `T::assign` takes: for a tensor, a `std::vector` of its elements, a
+/// range of floats for an f16 tensor (each rounded to nearest even), or a range-v3
+/// `views::chunk` of a flat range of values.
 template <class Ref, class T>
 concept Feedable = std::assignable_from<T&, Ref> || requires(T& slot, Ref&& value) {
   slot.assign(std::forward<Ref>(value));

@@ -4,6 +4,7 @@
 /// placement and the first shape error. Recursion follows the nesting of blocks (a few levels),
 /// never the number of layers; sequences expand in braced lists, never in folds.
 
+#include <ipu/core/hash.hpp>
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/node.hpp>
 
@@ -318,11 +319,7 @@ struct emit<on_t<Ipu, Body>> {
 template <std::size_t N>
 constexpr void check_unique_paths(builder<N>& b) {
   std::array<std::uint64_t, N> hash{};
-  for (std::size_t i = 0; i < N; ++i) {
-    std::uint64_t h = 14695981039346656037ull;  // FNV-1a
-    for (const char c : b.nodes[i].path.view()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    hash[i] = h;
-  }
+  for (std::size_t i = 0; i < N; ++i) hash[i] = fnv1a64(b.nodes[i].path.view());
   std::array<std::uint64_t, N> sorted = hash;
   std::sort(sorted.begin(), sorted.end());
   for (std::size_t k = 1; k < N; ++k) {

@@ -43,6 +43,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace ipu {
@@ -175,17 +176,24 @@ std::string network_description() {
 }
 
 namespace detail {
-/// The weights of `G` in `file` (see `load_weights`).
+/// `w` read from `file`, after `weights<G>::validate`, whose error becomes a
+/// `checkpoint_error` naming the file.
 template <Graph G>
-weights<G> weights_in(const safetensors::file& file) {
-  weights<G> w;
-  read_weights(file, {w.begin(), w.end()}, ipu::network_description<G>());
+weights<G> validated(const safetensors::file& file, weights<G> w) {
   try {
     w.validate();
   } catch (const weight_error& e) {
     throw checkpoint_error(file.source() + ": " + e.what());
   }
   return w;
+}
+
+/// The weights of `G` in `file` (see `load_weights`).
+template <Graph G>
+weights<G> weights_in(const safetensors::file& file) {
+  weights<G> w;
+  read_weights(file, {w.begin(), w.end()}, ipu::network_description<G>());
+  return validated(file, std::move(w));
 }
 }  // namespace detail
 
@@ -300,12 +308,7 @@ weights<G> import_weights(const std::filesystem::path& path, Names&& names, kern
           for (std::int64_t b = 0; b < i; ++b) out[static_cast<std::size_t>(b * o + a)] = v[static_cast<std::size_t>(a * i + b)];
       }
     }
-  try {
-    w.validate();
-  } catch (const weight_error& e) {
-    throw checkpoint_error(file.source() + ": " + e.what());
-  }
-  return w;
+  return detail::validated(file, std::move(w));
 }
 
 /// Writes `t`'s weights and state (`trainer::state`) to `path` (see the file comment). Throws

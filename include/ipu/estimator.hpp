@@ -30,7 +30,10 @@
 ///   `save_checkpoints_steps` steps and when it returns, keeping the `keep_checkpoint_max`
 ///   latest (`ipu/checkpoint.hpp`; atomic writes).
 /// - **Steps.** `train(input_fn, steps)` takes `steps` more steps, or fewer if the input ends
-///   first (TensorFlow's `OutOfRangeError`); without `steps`, until the input ends. `evaluate`
+///   first (TensorFlow's `OutOfRangeError`); without `steps`, until the input ends. A step
+///   takes `train_options::gradient_accumulation` batches, its micro-batches, pipelined as
+///   `train_options::pipeline` says for a graph on several IPUs; input that ends within a step
+///   leaves that step out. `evaluate`
 ///   runs inference (an `ipu::engine`: running statistics, no dropout) with a checkpoint's
 ///   weights on `steps` batches or all of them.
 
@@ -147,8 +150,9 @@ class estimator {
   using trainer_type = ipu::trainer<G, Tgt, Opts, PlanOpts>;  ///< what trains it
   using engine_type = ipu::engine<G, Tgt, PlanOpts>;          ///< what `evaluate` runs
   using batch_type = labelled_batch<G>;                        ///< what its infeed holds
-  static constexpr std::int64_t batch = batch_size_v<G>;       ///< samples per step
-  static constexpr std::int64_t classes = output_tensor_t<G>::size() / batch;  ///< outputs per sample
+  static constexpr std::int64_t micro_batch = batch_size_v<G>;  ///< samples per batch of the input: the graph's batch
+  static constexpr std::int64_t batch = trainer_type::batch;     ///< samples per step: `gradient_accumulation` batches of the input
+  static constexpr std::int64_t classes = output_tensor_t<G>::size() / micro_batch;  ///< outputs per sample
 
   /// An estimator in `config.model_dir`, starting as the file comment says; `initial` is used
   /// when there is neither a checkpoint nor a warm start. Throws `checkpoint_error` if the
@@ -181,11 +185,21 @@ class estimator {
       channel<batch_type, PrefetchDepth> in;
       auto&& range = std::invoke(input_fn);
       prefetcher feeding(in, range);
+      constexpr std::int64_t micro_values = input_tensor_t<G>::size();
+      std::vector<typename trainer_type::stream_type> x(static_cast<std::size_t>(micro_values * trainer_type::gradient_accumulation));
+      std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
       for (float loss = 0; !steps || r.steps < *steps; ++r.steps) {
-        if (!in.consume([&](const batch_type& b) { loss = trainer_.step(b.inputs.span(), b.labels); })) {
+        std::int64_t taken = 0;  // the step's batches: its micro-batches, one after another
+        while (taken < trainer_type::gradient_accumulation && in.consume([&](const batch_type& b) {
+          std::ranges::copy(b.inputs.span(), x.begin() + taken * micro_values);
+          std::ranges::copy(b.labels, y.begin() + taken * micro_batch);
+        }))
+          ++taken;
+        if (taken < trainer_type::gradient_accumulation) {  // the input ended: a partial step is not taken
           r.input_ended = steps.has_value();
           break;
         }
+        loss = trainer_.step(x, y);
         r.loss += loss;
         const std::int64_t step = global_step();
         if (config_.save_checkpoints_steps > 0 && step % config_.save_checkpoints_steps == 0) r.checkpoint = save();
@@ -231,7 +245,7 @@ class estimator {
                       detail::metadata_number<std::int64_t>(file, "ipu.skipped_steps");
     engine_type engine{detail::weights_in<G>(file)};
     output_tensor_t<G> y;
-    std::vector<float> rows(static_cast<std::size_t>(batch * classes));
+    std::vector<float> rows(static_cast<std::size_t>(micro_batch * classes));
     detail::metric_sums sums;
     channel<batch_type, PrefetchDepth> in;
     auto&& range = std::invoke(input_fn);
@@ -244,7 +258,7 @@ class estimator {
                                       std::to_string(classes) + " classes");
       engine.infer(b.inputs, y);
       for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<float>(y[k]);
-      sums.add(rows, b.labels, batch, classes, detail::probabilities<G>());
+      sums.add(rows, b.labels, micro_batch, classes, detail::probabilities<G>());
     })) {
       ++r.steps;
     }

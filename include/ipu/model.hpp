@@ -450,11 +450,12 @@ class model {
   using trainer_type = ipu::trainer<G, Tgt, Opts, PlanOpts>;  ///< what trains it
   using engine_type = ipu::engine<G, Tgt, PlanOpts>;          ///< what `evaluate` and `predict` run
   using stream_type = typename trainer_type::stream_type;  ///< what its input carries
-  static constexpr std::int64_t batch = trainer_type::batch;  ///< samples per step
+  static constexpr std::int64_t batch = trainer_type::batch;  ///< samples per step: micro-batches times accumulation
+  static constexpr std::int64_t micro_batch = trainer_type::micro_batch;  ///< samples per pass: the graph's batch
   /// Values per sample of the input.
-  static constexpr std::int64_t sample_size = input_tensor_t<G>::size() / batch;
+  static constexpr std::int64_t sample_size = input_tensor_t<G>::size() / micro_batch;
   /// Values per sample of the output: the classes.
-  static constexpr std::int64_t classes = output_tensor_t<G>::size() / batch;
+  static constexpr std::int64_t classes = output_tensor_t<G>::size() / micro_batch;
 
   /// A model starting from `initial` (see `ipu::trainer`).
   explicit model(const ipu::weights<G>& initial, trainer_config config = {}) : trainer_(initial, config) {}
@@ -539,11 +540,11 @@ class model {
                                   std::to_string(sample_size));
     const auto n = static_cast<std::int64_t>(x.size()) / sample_size;
     engine_type e{trainer_.weights()};
-    std::vector<stream_type> xb(static_cast<std::size_t>(batch * sample_size));
-    std::vector<element_type_t<G>> yb(static_cast<std::size_t>(batch * classes));
+    std::vector<stream_type> xb(static_cast<std::size_t>(micro_batch * sample_size));
+    std::vector<element_type_t<G>> yb(static_cast<std::size_t>(micro_batch * classes));
     std::vector<float> out(static_cast<std::size_t>(n * classes));
-    for (std::int64_t first = 0; first < n; first += batch) {
-      const std::int64_t count = std::min(batch, n - first);
+    for (std::int64_t first = 0; first < n; first += micro_batch) {
+      const std::int64_t count = std::min(micro_batch, n - first);
       std::fill(xb.begin(), xb.end(), stream_type{});
       std::copy_n(x.begin() + first * sample_size, count * sample_size, xb.begin());
       e.infer(xb, yb);

@@ -29,7 +29,10 @@
 ///     (the nodes since the previous kept one), and lives from there to its own backward step;
 ///   - **gradients:** of each node's output, in the graph's element type, from the backward step
 ///     that first adds to it (its last reader's) to its own backward step; of each trainable
-///     tensor, from its node's backward step to its update step;
+///     tensor, from its node's backward step to its update step, or, when a step accumulates
+///     micro-batches (`train_options::gradient_accumulation`), the sums of its micro-batches'
+///     gradients in f32, from the first step to its update step (the plan is that of one
+///     micro-batch's steps, the sums live across all of them);
 ///   - **dropped-out inputs** (`nn::dropout`, `input_dropout`): a node reading an input with a
 ///     dropout reads a dropped-out copy of it, mapped as the input, which its forward step
 ///     writes and reads (an activation live at that step); its recompute and backward steps
@@ -245,6 +248,15 @@ struct training_plan {
   /// `master_weights` and the graph's type.
   constexpr std::int64_t update_bytes(int j) const noexcept { return std::max(size_of(train.master_weights), element_bytes(j)); }
 
+  /// Whether a step accumulates the gradients of several micro-batches
+  /// (`train_options::gradient_accumulation`).
+  constexpr bool accumulates() const noexcept { return train.gradient_accumulation > 1; }
+  /// Bytes per element of node `j`'s weights' gradients: the graph's type, or f32 for the sums
+  /// of an accumulating step.
+  constexpr std::int64_t weight_grad_bytes(int j) const noexcept {
+    return accumulates() ? std::max(element_bytes(j), size_of(dtype::f32)) : element_bytes(j);
+  }
+
   /// Calls `f(mapping, bytes_per_element, count, category)` for the always-live tensors of IPU 0
   /// but the code: `count` tensors of `mapping` of `category`. Each layer tensor is one tensor of
   /// weights; a trainable one also has its master weights (when `update_bytes` is wider) and
@@ -287,7 +299,8 @@ struct training_plan {
       if (t.grad_first >= 0) f(training_buffer{training_category::gradients, j, -1, -1, t.grad_first, t.backward, &out, eb});
       for (int w = 0; w < t.tensor_count; ++w)
         if (t.tensors[static_cast<std::size_t>(w)].trainable)
-          f(training_buffer{training_category::gradients, j, w, -1, t.backward, t.update, &t.tensors[static_cast<std::size_t>(w)].mapping, eb});
+          f(training_buffer{training_category::gradients, j, w, -1, accumulates() ? 0 : t.backward, t.update,
+                            &t.tensors[static_cast<std::size_t>(w)].mapping, weight_grad_bytes(j)});
       const node& n = at(j);
       for (int k = 0; k < n.input_count; ++k) {
         if (!n.dropout[static_cast<std::size_t>(k)].active()) continue;

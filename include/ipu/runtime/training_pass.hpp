@@ -42,6 +42,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,6 +54,15 @@ namespace ipu::runtime {
 
 template <ElementType T>
 class training_pass;
+
+/// The nodes `[first, last]` of a program, in table order: a pipeline stage's. The default
+/// holds every node.
+struct node_range {
+  int first = 0;                                  ///< the first node
+  int last = std::numeric_limits<int>::max();     ///< the last node
+  /// Whether node `j` is in the range.
+  constexpr bool contains(int j) const noexcept { return first <= j && j <= last; }
+};
 
 /// What an op's training kernels (`forward_training`, `backward`) are handed for one node: its
 /// forward values, the gradients, its layer's weights and their gradients, and the threads.
@@ -189,13 +199,15 @@ class training_pass {
   /// running statistics updated in place by the forward steps) and their gradients to be
   /// `grads`: rounds the weights to `T` and prepares each layer's device tensors. The dropouts
   /// draw their masks for `seed` and `step` (`dropout_stream`), in this pass's forward steps and
-  /// in the backward steps that follow them.
+  /// in the backward steps that follow them. With `nodes`, only the layers of the nodes in
+  /// `[nodes.first, nodes.last]` are read: a pipeline stage's pass, which runs only those steps.
   void begin(const void* input, std::span<layer_weights> masters, std::span<layer_weights> grads, std::uint64_t seed = 0,
-             std::int64_t step = 0) {
+             std::int64_t step = 0, node_range nodes = {}) {
     masters_ = masters;
     weight_grads_ = grads;
     for (const layer_weights& layer : masters) {
       const int j = layer.node_index();
+      if (!nodes.contains(j)) continue;
       auto& compute = compute_[static_cast<std::size_t>(j)];
       compute.clear();
       for (const weight_tensor& t : layer.tensors()) compute.push_back(ops::rounded<T>(t.values));
@@ -255,6 +267,19 @@ class training_pass {
       for (int j = 0; j < from; ++j) std::fill(grads_[static_cast<std::size_t>(j)].begin(), grads_[static_cast<std::size_t>(j)].end(), 0.0f);
     store(grads_[static_cast<std::size_t>(from)]);
   }
+  /// Starts the backward pass of a pipeline stage that does not hold the loss: no gradient is
+  /// started yet; those the later stages computed come in through `receive_gradient`.
+  void begin_backward() { cleared_.assign(grads_.size(), false); }
+  /// Sets the gradient of node `j`'s output to `g`, as the later stages' backward steps left it
+  /// (stored in `T`), and counts it as started: this stage's steps add to it.
+  void receive_gradient(int j, std::span<const float> g) {
+    std::copy(g.begin(), g.end(), grads_[static_cast<std::size_t>(j)].begin());
+    cleared_[static_cast<std::size_t>(j)] = true;
+  }
+  /// The gradient of node `j`'s output as this backward pass has summed it so far: zero if no
+  /// step has added to it (null for the input). What a pipeline stage sends to the stage
+  /// before it.
+  const float* summed_grad(int j) { return cleared_grad(j); }
 
   /// Node `j`'s backward step: adds the gradients of its inputs and of its weights, through
   /// its inputs' dropout masks drawn again, and stores those it wrote in `T`.

@@ -14,6 +14,7 @@
 
 #include <ipu/core/dtype.hpp>
 #include <ipu/core/scalar.hpp>
+#include <ipu/train/pipeline.hpp>
 #include <ipu/train/precision.hpp>
 
 #include <cmath>
@@ -244,6 +245,17 @@ struct train_options {
   ipu::rounding rounding = ipu::rounding::stochastic;
   /// The loss scale (1: none).
   ipu::loss_scaling loss_scaling{};
+  /// Micro-batches per update (TensorFlow's `gradient_accumulation_count`): a step runs the
+  /// forward and backward passes of this many micro-batches of the graph's batch size, combines
+  /// their gradients as `gradient_reduction` says, and updates once. A step takes
+  /// `micro-batch x gradient_accumulation` samples. For a pipelined graph, a positive multiple
+  /// of the schedule's overlap (`ipu::pipeline_overlap`), checked at compile time.
+  std::int64_t gradient_accumulation = 1;
+  /// How the micro-batches' gradients are combined: their mean (the default) or their sum.
+  ipu::gradient_reduction gradient_reduction = ipu::gradient_reduction::mean;
+  /// How a graph placed on several IPUs overlaps its stages, one per IPU (`ipu/train/pipeline.hpp`):
+  /// sequential (no overlap, the default), grouped or interleaved. Unused on one IPU.
+  ipu::pipeline_schedule pipeline = ipu::pipeline_schedule::sequential;
   /// The learning rate over the steps. Last: clang 16 emits a wrong template parameter object
   /// for a `train_options` whose defaulted `lr_schedule` is followed by another member (the
   /// schedule's warm-up read as 2^32).

@@ -39,6 +39,7 @@
 #include <ipu/runtime/execution.hpp>
 #include <ipu/runtime/faithful_training.hpp>
 #include <ipu/runtime/kernel_set.hpp>
+#include <ipu/runtime/pipeline.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 #include <ipu/runtime/training_pass.hpp>
@@ -47,6 +48,7 @@
 #include <ipu/train/options.hpp>
 #include <ipu/train/precision.hpp>
 #include <ipu/train/profile.hpp>
+#include <ipu/train/stages.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -111,13 +113,23 @@ class trainer {
   using element_type = element_type_t<G>;     ///< `f32` or `f16`
   using stream_type = stream_type_t<G>;       ///< what the input stream carries
   static constexpr train_options opts = Opts;  ///< the training configuration
-  static constexpr std::int64_t batch = batch_size_v<G>;  ///< samples per step
+  static constexpr std::int64_t micro_batch = batch_size_v<G>;  ///< samples per forward and backward pass: the graph's batch
+  static constexpr std::int64_t gradient_accumulation = Opts.gradient_accumulation;  ///< micro-batches per step
+  static constexpr std::int64_t batch = micro_batch * gradient_accumulation;  ///< samples per step
+  static constexpr int stages = pipeline_stages_v<G>;  ///< the IPUs of the graph: its pipeline's stages
+  /// Whether the stages run at once, as `Opts.pipeline` schedules them (`runtime::pipeline`);
+  /// otherwise a step runs its micro-batches one after another through all the layers.
+  static constexpr bool pipelined = Opts.pipeline != pipeline_schedule::sequential && stages > 1;
   /// Whether the weights and the optimiser's state are f16 values ("16.16"), rounded so after
   /// each update; otherwise they are f32.
   static constexpr bool f16_weights = std::is_same_v<element_type, f16> && Opts.master_weights == dtype::f16;
   static_assert(Opts.loss_scaling.factor.value() >= 1, "ipu::trainer: the loss scale (train_options::loss_scaling) must be at least 1");
   static_assert(!Opts.loss_scaling.dynamic || Opts.loss_scaling.growth_interval >= 1,
                 "ipu::trainer: dynamic loss scaling needs a growth_interval of at least 1 step");
+  static_assert(Opts.gradient_accumulation >= 1, "ipu::trainer: gradient_accumulation must be at least 1 micro-batch");
+  static_assert(Mode == execution_mode::fast || (!pipelined && Opts.gradient_accumulation == 1),
+                "ipu::faithful_trainer runs the training plan of one micro-batch on one IPU: no pipelining and no "
+                "gradient accumulation (use ipu::trainer)");
 
   /// Starts from `initial` (checked as an engine checks weights: finite values, batch-norm
   /// variances). Throws `execution_error` if an op of `G` has no backward pass.
@@ -137,9 +149,22 @@ class trainer {
       training.template add<Op>();
     });
     const std::vector<node> nodes(table().begin(), table().end());
-    pass_ = std::make_unique<runtime::training_pass<element_type>>(
-        runtime::program::from(plan_v<G, Tgt, PlanOpts>), kernels.per_node(nodes), training.per_node(nodes), *team_,
-        std::span<const layer_weights>(weights_.begin(), weights_.end()));
+    const std::span<const layer_weights> layers(weights_.begin(), weights_.end());
+    if constexpr (pipelined) {
+      pipe_ = std::make_unique<runtime::pipeline<element_type>>(
+          runtime::program::from(plan_v<G, Tgt, PlanOpts>), kernels.per_node(nodes), training.per_node(nodes), layers,
+          Opts.pipeline, gradient_accumulation, std::max(1u, team_->size() / static_cast<unsigned>(stages)));
+      stage_layers_.resize(static_cast<std::size_t>(stages));
+      for (std::size_t l = 0; l < weights_.size(); ++l)
+        for (int s = 0; s < stages; ++s)
+          if (pipe_->nodes_of(s).contains(weights_[l].node_index())) stage_layers_[static_cast<std::size_t>(s)].push_back(l);
+    } else {
+      pass_ = std::make_unique<runtime::training_pass<element_type>>(runtime::program::from(plan_v<G, Tgt, PlanOpts>),
+                                                                      kernels.per_node(nodes), training.per_node(nodes),
+                                                                      *team_, layers);
+    }
+    if constexpr (gradient_accumulation > 1) accumulated_ = grads_;
+    layer_overflow_.assign(weights_.size(), 0);
     std::size_t tensors = 0;
     for (const layer_weights& layer : weights_) {
       first_tensor_.push_back(tensors);
@@ -156,8 +181,9 @@ class trainer {
   }
 
   /// One step of softmax cross-entropy training on a batch: `input` holds the graph's input
-  /// as its stream carries it, `labels` one class per sample. Returns the batch's mean loss
-  /// before the update. Throws `std::invalid_argument` on a wrong size or a label outside
+  /// as its stream carries it, for each of the step's `gradient_accumulation` micro-batches one
+  /// after another (`batch` samples), `labels` one class per sample. Returns the batch's mean
+  /// loss before the update. Throws `std::invalid_argument` on a wrong size or a label outside
   /// the classes.
   float step(std::span<const stream_type> input, std::span<const std::int32_t> labels)
     requires(Opts.loss == loss::softmax_cross_entropy)
@@ -166,7 +192,8 @@ class trainer {
     update();
     return l;
   }
-  /// One step of mean-squared-error training: `targets` has the output's shape.
+  /// One step of mean-squared-error training: `targets` holds the output's values for each
+  /// micro-batch.
   float step(std::span<const stream_type> input, std::span<const float> targets)
     requires(Opts.loss == loss::mean_squared_error)
   {
@@ -176,8 +203,9 @@ class trainer {
   }
 
   /// The forward and backward passes of softmax cross-entropy on a batch, without an update:
-  /// returns the mean loss and leaves the gradients in `gradients()`. Batch norms' running
-  /// statistics are updated, as by a step.
+  /// returns the mean loss and leaves the gradients in `gradients()`: the micro-batches'
+  /// combined as `train_options::gradient_reduction` says. Batch norms' running statistics
+  /// are updated, as by a step.
   float backward(std::span<const stream_type> input, std::span<const std::int32_t> labels)
     requires(Opts.loss == loss::softmax_cross_entropy)
   {
@@ -193,14 +221,13 @@ class trainer {
         throw std::invalid_argument("ipu::trainer: label " + std::to_string(i) + " is " + std::to_string(labels[i]) +
                                     "; the graph has " + std::to_string(classes) + " classes (0 to " +
                                     std::to_string(classes - 1) + ")");
-    forward(input);
-    double total = 0;
     logits_.resize(static_cast<std::size_t>(batch * classes));
-    run_backward(logits_node, [&] {
-      const element_type* z = pass_->value(logits_node);
-      float* dz = pass_->grad_of(logits_node);
+    return run_window(input, logits_node, micro_batch, [&](runtime::training_pass<element_type>& pass, std::int64_t m) {
+      const element_type* z = pass.value(logits_node);
+      float* dz = pass.grad_of(logits_node);
+      double total = 0;
       std::vector<double> e(static_cast<std::size_t>(classes));  // one row's exp(logit - largest)
-      for (std::int64_t b = 0; b < batch; ++b) {
+      for (std::int64_t b = 0; b < micro_batch; ++b) {
         const element_type* row = z + b * classes;
         float largest = -std::numeric_limits<float>::infinity();
         for (std::int64_t k = 0; k < classes; ++k) largest = std::max(largest, kernels::widen(row[k]));
@@ -209,16 +236,17 @@ class trainer {
           e[static_cast<std::size_t>(k)] = std::exp(static_cast<double>(kernels::widen(row[k]) - largest));
           sum += e[static_cast<std::size_t>(k)];
         }
-        const std::int64_t label = labels[static_cast<std::size_t>(b)];
+        const std::int64_t sample = m * micro_batch + b;
+        const std::int64_t label = labels[static_cast<std::size_t>(sample)];
         total += std::log(sum) - (kernels::widen(row[label]) - largest);
-        for (std::int64_t k = 0; k < classes; ++k) logits_[static_cast<std::size_t>(b * classes + k)] = kernels::widen(row[k]);
+        for (std::int64_t k = 0; k < classes; ++k) logits_[static_cast<std::size_t>(sample * classes + k)] = kernels::widen(row[k]);
         for (std::int64_t k = 0; k < classes; ++k) {
           const double p = e[static_cast<std::size_t>(k)] / sum;
-          dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch) * scale_);
+          dz[b * classes + k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) / static_cast<double>(micro_batch) * scale_);
         }
       }
+      return total;
     });
-    return static_cast<float>(total / static_cast<double>(batch));
   }
   /// The forward and backward passes of mean squared error (see the other overload).
   float backward(std::span<const stream_type> input, std::span<const float> targets)
@@ -227,21 +255,21 @@ class trainer {
     check_input(input);
     const int last = static_cast<int>(node_count_v<G>) - 1;
     const std::int64_t count = table()[static_cast<std::size_t>(last)].out.elements();
-    if (static_cast<std::int64_t>(targets.size()) != count)
+    if (static_cast<std::int64_t>(targets.size()) != count * gradient_accumulation)
       throw std::invalid_argument("ipu::trainer: " + std::to_string(targets.size()) + " targets; the output has " +
-                                  std::to_string(count) + " elements");
-    forward(input);
-    double total = 0;
-    run_backward(last, [&] {
-      const element_type* y = pass_->value(last);
-      float* dy = pass_->grad_of(last);
+                                  std::to_string(count) + " elements" +
+                                  (gradient_accumulation > 1 ? " for each of " + std::to_string(gradient_accumulation) + " micro-batches" : ""));
+    return run_window(input, last, count, [&](runtime::training_pass<element_type>& pass, std::int64_t m) {
+      const element_type* y = pass.value(last);
+      float* dy = pass.grad_of(last);
+      double total = 0;
       for (std::int64_t e = 0; e < count; ++e) {
-        const double d = static_cast<double>(kernels::widen(y[e])) - targets[static_cast<std::size_t>(e)];
+        const double d = static_cast<double>(kernels::widen(y[e])) - targets[static_cast<std::size_t>(m * count + e)];
         total += d * d;
         dy[e] = static_cast<float>(2 * d / static_cast<double>(count) * scale_);
       }
+      return total;
     });
-    return static_cast<float>(total / static_cast<double>(count));
   }
 
   /// Applies the optimiser to the weights with the last `backward`'s gradients, at the
@@ -390,6 +418,7 @@ class trainer {
   unsigned threads() const noexcept { return team_->size(); }
 
  private:
+  using pipeline_checked = decltype(detail::check_pipeline<G, Opts>());  // a compile error for a pipeline that cannot run
   static constexpr const auto& table() noexcept { return node_table_v<G>; }
   static constexpr bool faithful = Mode == execution_mode::faithful;
   using image_t = typename detail::trainer_image<Mode, ipu::training<G, Opts>, Tgt, PlanOpts, element_type>::type;
@@ -448,60 +477,163 @@ class trainer {
 
   /// Sets every gradient to zero.
   void clear_gradients() {
-    for (layer_weights& layer : grads_)
-      for (const weight_tensor& t : layer.tensors()) std::fill(layer[t.name].begin(), layer[t.name].end(), 0.0f);
+    for (std::size_t l = 0; l < grads_.size(); ++l) clear_gradients(l);
+  }
+  /// Sets the gradients of layer `l` to zero.
+  void clear_gradients(std::size_t l) {
+    for (const weight_tensor& t : grads_[l].tensors()) std::ranges::fill(grads_[l][t.name], 0.0f);
   }
 
   void check_input(std::span<const stream_type> input) const {
-    const std::int64_t expected = table()[0].out.elements();
+    const std::int64_t expected = table()[0].out.elements() * gradient_accumulation;
     if (static_cast<std::int64_t>(input.size()) != expected)
-      throw std::invalid_argument("ipu::trainer: the input has " + std::to_string(input.size()) +
-                                  " elements, the graph's input has " + std::to_string(expected));
+      throw std::invalid_argument("ipu::trainer: the input has " + std::to_string(input.size()) + " elements, " +
+                                  (gradient_accumulation > 1 ? "a step's " + std::to_string(gradient_accumulation) +
+                                                                   " micro-batches of the graph's input have "
+                                                             : std::string("the graph's input has ")) +
+                                  std::to_string(expected));
   }
 
-  /// The loss, `loss()` setting the (scaled) gradient of node `from`'s output, timed; the
-  /// backward pass from `from`; then the weights' gradients unscaled, and whether any is not
-  /// finite.
+  /// The dropout masks' step of micro-batch `micro` of this step (the step itself without
+  /// accumulation).
+  std::int64_t dropout_step(std::int64_t micro) const noexcept {
+    return (steps_ + skipped_) * gradient_accumulation + micro;
+  }
+
+  /// A step's passes: the forward and the backward pass of each micro-batch of `input`, one
+  /// after another, or as the pipeline schedules them. `loss(pass, m)` sets the (scaled)
+  /// gradient of node `from`'s output for micro-batch `m` in `pass` and returns the
+  /// micro-batch's summed loss. Leaves the step's gradients in `grads_` and returns the mean
+  /// loss: the sum over the micro-batches, over `per_micro` values per micro-batch.
   template <class Loss>
-  void run_backward(int from, Loss&& loss) {
-    const auto timed = [&] {
+  float run_window(std::span<const stream_type> input, int from, std::int64_t per_micro, Loss&& loss) {
+    micro_loss_.assign(static_cast<std::size_t>(gradient_accumulation), 0.0);
+    std::ranges::fill(layer_overflow_, 0);
+    const auto timed = [&](runtime::training_pass<element_type>& pass, std::int64_t m) {
       const auto start = std::chrono::steady_clock::now();
-      loss();
+      micro_loss_[static_cast<std::size_t>(m)] = loss(pass, m);
       loss_seconds_ += runtime::seconds_since(start);
     };
-    if constexpr (faithful) {
-      image_->backward(from, timed);
+    if constexpr (pipelined) {
+      window_hooks<decltype(timed)> hooks{*this, input, timed, from};
+      pipe_->run(hooks);
+      passes_ += gradient_accumulation;
     } else {
-      timed();
-      pass_->backward(from);
+      const std::int64_t in = table()[0].out.elements();
+      for (std::int64_t m = 0; m < gradient_accumulation; ++m) {
+        forward(input.subspan(static_cast<std::size_t>(m * in), static_cast<std::size_t>(in)), m);
+        run_backward(from, [&] { timed(*pass_, m); });
+      }
     }
-    overflow_ = false;
-    for (layer_weights& layer : grads_)
-      for (const weight_tensor& t : layer.tensors())
-        for (float& g : layer[t.name]) {
-          overflow_ = overflow_ || !std::isfinite(g);
-          if (scale_ != 1) g /= scale_;
-        }
+    end_window();
+    double total = 0;
+    for (const double l : micro_loss_) total += l;
+    return static_cast<float>(total / static_cast<double>(per_micro * gradient_accumulation));
   }
 
-  /// Clears the gradients and runs the forward pass; in an f16 graph, rounds the running
-  /// statistics it updated to f16.
-  void forward(std::span<const stream_type> input) {
+  /// What the pipeline's stages do around their passes (see `runtime::pipeline::run`): each
+  /// reads and writes only its own layers' weights and gradients.
+  template <class Loss>
+  struct window_hooks {
+    trainer& t;
+    std::span<const stream_type> input;
+    Loss& compute_loss;
+    int from;
+    void begin(runtime::training_pass<element_type>& pass, int s, std::int64_t m) {
+      const std::int64_t in = table()[0].out.elements();
+      pass.begin(s == 0 ? input.data() + m * in : nullptr, t.masters(), t.gradient_spans(), t.seed_, t.dropout_step(m),
+                 t.pipe_->nodes_of(s));
+    }
+    void forwarded(int s, std::int64_t) {
+      for (const std::size_t l : t.stage_layers_[static_cast<std::size_t>(s)]) t.round_running(l);
+    }
+    void before_backward(int s, std::int64_t) {
+      for (const std::size_t l : t.stage_layers_[static_cast<std::size_t>(s)]) t.clear_gradients(l);
+    }
+    int loss(runtime::training_pass<element_type>& pass, std::int64_t m) {
+      compute_loss(pass, m);
+      return from;
+    }
+    void backwarded(int s, std::int64_t) {
+      for (const std::size_t l : t.stage_layers_[static_cast<std::size_t>(s)]) t.finish_gradients(l);
+    }
+  };
+
+  std::span<layer_weights> masters() noexcept { return {weights_.begin(), weights_.end()}; }
+  std::span<layer_weights> gradient_spans() noexcept { return {grads_.begin(), grads_.end()}; }
+
+  /// The backward pass of one micro-batch from node `from`, after `loss()` sets the (scaled)
+  /// gradient of its output; then each layer's gradients finished (`finish_gradients`).
+  template <class Loss>
+  void run_backward(int from, Loss&& loss) {
+    if constexpr (faithful) {
+      image_->backward(from, loss);
+    } else {
+      loss();
+      pass_->backward(from);
+    }
+    for (std::size_t l = 0; l < weights_.size(); ++l) finish_gradients(l);
+  }
+
+  /// Layer `l`'s gradients of a micro-batch: notes whether any is not finite, divides them by
+  /// the loss scale, and with accumulation adds them to the step's.
+  void finish_gradients(std::size_t l) {
+    bool overflow = false;
+    for (const weight_tensor& t : grads_[l].tensors()) {
+      std::span<float> g = grads_[l][t.name];
+      for (float& v : g) {
+        overflow = overflow || !std::isfinite(v);
+        if (scale_ != 1) v /= scale_;
+      }
+      if constexpr (gradient_accumulation > 1) {
+        std::span<float> a = accumulated_[l][t.name];
+        for (std::size_t i = 0; i < g.size(); ++i) a[i] += g[i];
+      }
+    }
+    if (overflow) layer_overflow_[l] = 1;
+  }
+
+  /// Ends a step's passes: with accumulation, the step's gradients from the micro-batches'
+  /// (their mean or sum), the sums cleared for the next step; whether any gradient is not finite.
+  void end_window() {
+    overflow_ = std::ranges::any_of(layer_overflow_, [](char o) { return o != 0; });
+    if constexpr (gradient_accumulation > 1) {
+      constexpr float n = static_cast<float>(gradient_accumulation);
+      for (std::size_t l = 0; l < grads_.size(); ++l)
+        for (const weight_tensor& t : grads_[l].tensors()) {
+          std::span<float> g = grads_[l][t.name], a = accumulated_[l][t.name];
+          for (std::size_t i = 0; i < g.size(); ++i) {
+            g[i] = Opts.gradient_reduction == gradient_reduction::mean ? a[i] / n : a[i];
+            a[i] = 0;
+            overflow_ = overflow_ || !std::isfinite(g[i]);
+          }
+        }
+    }
+  }
+
+  /// The forward pass of micro-batch `micro`, its layers' gradients cleared first; in an f16
+  /// graph, rounds the running statistics it updated to f16.
+  void forward(std::span<const stream_type> input, std::int64_t micro) {
     ++passes_;
     clear_gradients();
-    const std::span<layer_weights> masters(weights_.begin(), weights_.end()), grads(grads_.begin(), grads_.end());
     if constexpr (faithful) {
-      pass_->begin(input.data(), masters, grads, seed_, steps_ + skipped_);
+      pass_->begin(input.data(), masters(), gradient_spans(), seed_, dropout_step(micro));
       image_->forward();
     } else {
-      pass_->forward(input.data(), masters, grads, seed_, steps_ + skipped_);
+      pass_->forward(input.data(), masters(), gradient_spans(), seed_, dropout_step(micro));
     }
+    for (std::size_t l = 0; l < weights_.size(); ++l) round_running(l);
+  }
+
+  /// In an f16 graph, rounds layer `l`'s tensors that the forward pass updates (batch norms'
+  /// running statistics) to f16, as `update` numbers the tensors (slot 3 of each).
+  void round_running(std::size_t l) {
     if constexpr (std::is_same_v<element_type, f16>) {
-      std::uint64_t tensor = 0;  // numbered as `update` numbers them; slot 3 of each is this rounding's
-      for (layer_weights& layer : weights_)
-        for (const weight_tensor& t : layer.tensors())
-          if (++tensor; !t.trainable)
-            round_to_half(layer[t.name], Opts.rounding, rounding_stream(tensor) + 3);
+      std::uint64_t tensor = first_tensor_[l];
+      for (const weight_tensor& t : weights_[l].tensors())
+        if (++tensor; !t.trainable) round_to_half(weights_[l][t.name], Opts.rounding, rounding_stream(tensor) + 3);
+    } else {
+      (void)l;
     }
   }
 
@@ -517,7 +649,12 @@ class trainer {
   std::vector<std::vector<float>> state_;  // the optimiser's, `state_tensors()` per weight tensor
   std::vector<std::size_t> first_tensor_;  // per layer: the tensors of the layers before it
   std::unique_ptr<runtime::team> team_;
-  std::unique_ptr<runtime::training_pass<element_type>> pass_;
+  std::unique_ptr<runtime::training_pass<element_type>> pass_;  // without pipelining
+  std::unique_ptr<runtime::pipeline<element_type>> pipe_;         // pipelined
+  std::vector<std::vector<std::size_t>> stage_layers_;            // pipelined: per stage, its layers
+  ipu::weights<G> accumulated_;                                   // with accumulation: the step's sums so far
+  std::vector<char> layer_overflow_;                              // per layer: a gradient of this step is not finite
+  std::vector<double> micro_loss_;                                // per micro-batch: its summed loss
   image_t image_;  // faithful mode: the tiles' memory
   std::int64_t steps_ = 0;
   std::uint64_t seed_ = 0;

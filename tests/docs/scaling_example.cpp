@@ -1,0 +1,63 @@
+// The examples of docs/scaling.md, compiled and run. Keep the two in step.
+#include <ipu/ipu.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+// A namespace of its own: the guides' examples that run engines are one translation unit
+// (tests/CMakeLists.txt).
+namespace scaling_doc {
+
+namespace {
+namespace nn = ipu::nn;
+
+using net_t = decltype(ipu::input<ipu::f32, 8, 8, 8, 3>
+                       | nn::conv<16, 3> | nn::batch_norm | nn::relu
+                       | nn::global_avg_pool | nn::dense<10> | nn::softmax);
+
+// [arithmetic]
+constexpr ipu::train_options accumulate{
+    .optimizer = ipu::sgd{.learning_rate = 0.1, .momentum = 0.9},
+    .gradient_accumulation = 4};  // 4 micro-batches per update
+using accumulating_t = ipu::trainer<net_t, ipu::mk2, accumulate>;
+static_assert(accumulating_t::micro_batch == 8 && accumulating_t::batch == 32);
+// [arithmetic]
+
+// [pipeline]
+using pipelined_net_t = decltype(ipu::input<ipu::f32, 4, 8, 8, 3>
+                                 | ipu::on<0>(nn::conv<16, 3> | nn::batch_norm | nn::relu)
+                                 | ipu::on<1>(nn::residual(nn::conv<16, 3> | nn::batch_norm | nn::relu)
+                                              | nn::global_avg_pool | nn::dense<10> | nn::softmax));
+constexpr ipu::train_options pipelined{
+    .optimizer = ipu::sgd{.learning_rate = 0.05, .momentum = 0.9},
+    .gradient_accumulation = 8,                    // a multiple of 2 x 2 stages
+    .pipeline = ipu::pipeline_schedule::grouped};
+// [pipeline]
+
+}  // namespace
+
+TEST_CASE("docs/scaling.md: a step accumulates micro-batches, and a pipeline runs them over two IPUs") {
+  // [accumulate]
+  accumulating_t accumulating{ipu::weights<net_t>::random(1)};
+  const std::vector<float> window(accumulating_t::batch * 8 * 8 * 3, 0.5f);  // 4 micro-batches
+  const std::vector<std::int32_t> window_labels(accumulating_t::batch, 3);
+  const float mean_loss = accumulating.step(window, window_labels);  // 4 passes, 1 update
+  // [accumulate]
+  CHECK(std::isfinite(mean_loss));
+  CHECK(accumulating.steps() == 1);
+
+  ipu::trainer<pipelined_net_t, ipu::system<ipu::mk2, 2>, pipelined> pipeline{ipu::weights<pipelined_net_t>::random(2)};
+  using pipeline_t = decltype(pipeline);
+  static_assert(pipeline_t::pipelined && pipeline_t::stages == 2 && pipeline_t::batch == 32);
+  const std::vector<float> x(pipeline_t::batch * 8 * 8 * 3, 0.25f);
+  const std::vector<std::int32_t> y(pipeline_t::batch, 7);
+  const float first = pipeline.step(x, y);
+  float last = first;
+  for (int i = 0; i < 5; ++i) last = pipeline.step(x, y);
+  CHECK(last < first);  // one class throughout: the loss falls
+}
+
+}  // namespace scaling_doc

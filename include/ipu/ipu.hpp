@@ -39,6 +39,8 @@
 #include <ipu/train/optimizer.hpp>
 #include <ipu/train/precision.hpp>
 #include <ipu/train/profile.hpp>
+#include <ipu/train/replicated.hpp>
+#include <ipu/train/replication.hpp>
 #include <ipu/train/trainer.hpp>
 
 #include <ipu/report/memory_report.hpp>

@@ -2,7 +2,7 @@
 """Every C++ example in the documentation is code that is compiled, and run where it runs.
 
 The ```cpp blocks of README.md and docs/*.md are copies of code in the compiled sources of
-tests/docs/ and examples/. This check keeps the copies honest: each block is cut into
+tests/docs/, tests/distributed/ and examples/. This check keeps the copies honest: each block is cut into
 paragraphs at blank lines and at `// ...` lines (which stand for code the page leaves out), and
 every paragraph must appear verbatim, line for line, in one compiled source file, in the block's
 order. Only indentation may differ, by the same amount across a paragraph.
@@ -75,7 +75,7 @@ def home(paragraphs_, sources):
 
 
 def main(root):
-    compiled = sorted([*root.glob("tests/docs/*.cpp"), *root.glob("examples/*.cpp")])
+    compiled = sorted([*root.glob("tests/docs/*.cpp"), *root.glob("tests/distributed/*.cpp"), *root.glob("examples/*.cpp")])
     sources = {p: [line.rstrip() for line in p.read_text().splitlines()] for p in compiled}
     pages = [root / "README.md", *sorted(root.glob("docs/*.md"))]
     checked, stray = 0, []
@@ -92,7 +92,7 @@ def main(root):
                 detail = ("first paragraph found nowhere:\n    " + "\n    ".join(lost[0]) if lost
                           else "its paragraphs are not in one file, in order")
                 stray.append(f"{page.relative_to(root)}:{line_number}: not in any compiled source "
-                             f"(tests/docs/*.cpp, examples/*.cpp); {detail}")
+                             f"(tests/docs/*.cpp, tests/distributed/*.cpp, examples/*.cpp); {detail}")
             else:
                 print(f"{page.relative_to(root)}:{line_number}: in {where.relative_to(root)}")
     for message in stray:

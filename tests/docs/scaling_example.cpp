@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <vector>
 
 // A namespace of its own: the guides' examples that run engines are one translation unit
@@ -37,6 +38,11 @@ constexpr ipu::train_options pipelined{
     .pipeline = ipu::pipeline_schedule::grouped};
 // [pipeline]
 
+// [replicated]
+using replicated_target = ipu::replicated<ipu::system<ipu::mk2, 4>, 2>;  // 2 replicas of 2 IPUs
+static_assert(replicated_target::ipus == 2 && ipu::replicas_v<replicated_target> == 2);
+// [replicated]
+
 }  // namespace
 
 TEST_CASE("docs/scaling.md: a step accumulates micro-batches, and a pipeline runs them over two IPUs") {
@@ -58,6 +64,19 @@ TEST_CASE("docs/scaling.md: a step accumulates micro-batches, and a pipeline run
   float last = first;
   for (int i = 0; i < 5; ++i) last = pipeline.step(x, y);
   CHECK(last < first);  // one class throughout: the loss falls
+
+  // [replicated trainer]
+  ipu::replicated_trainer<pipelined_net_t, replicated_target, pipelined> replicated{
+      ipu::weights<pipelined_net_t>::random(3)};
+  static_assert(decltype(replicated)::batch == 4 * 8 * 2);  // micro-batch x accumulation x replicas
+  std::cout << replicated.batches().to_string() << '\n';
+  // micro-batch 4 x gradient accumulation 8 x replicas 2 = 64 samples per step
+  // [replicated trainer]
+  CHECK(replicated.batches().to_string() == "micro-batch 4 x gradient accumulation 8 x replicas 2 = 64 samples per step");
+  const std::vector<float> both(decltype(replicated)::batch * 8 * 8 * 3, 0.25f);
+  const std::vector<std::int32_t> both_labels(decltype(replicated)::batch, 7);
+  const float before = replicated.step(both, both_labels);
+  CHECK(replicated.step(both, both_labels) < before);
 }
 
 }  // namespace scaling_doc

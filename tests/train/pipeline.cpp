@@ -17,7 +17,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -84,31 +83,8 @@ static_assert(depths_hold());
 
 using one_ipu = ipu_test::small_target<16>;
 
-// No batch norm: a micro-batch's gradient does not depend on the other samples of its batch.
-template <std::int64_t Batch>
-constexpr auto plain_net = ipu::input<float, Batch, 6, 6, 3> | nn::conv<8, 3> | nn::relu
-    | nn::residual(nn::conv<8, 1> | nn::relu) | nn::max_pool<2, 2> | nn::flatten | nn::dense<4>;
-using micro_net = std::remove_cvref_t<decltype(plain_net<2>)>;
-using whole_net = std::remove_cvref_t<decltype(plain_net<8>)>;
-
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-template <class G, class H>
-ipu::weights<H> same_weights(const ipu::weights<G>& w) {
-  ipu::weights<H> r;
-  for (std::size_t l = 0; l < w.size(); ++l)
-    for (const ipu::weight_tensor& t : w[l].tensors()) {
-      const std::span<const float> from = w[l][t.name];
-      std::ranges::copy(from, r[l][t.name].begin());
-    }
-  return r;
-}
+using micro_net = std::remove_cvref_t<decltype(ipu_test::plain_net<2>)>;
+using whole_net = std::remove_cvref_t<decltype(ipu_test::plain_net<8>)>;
 
 TEST_CASE("Four micro-batches of 2 with mean accumulation give the gradients and the step of one batch of 8") {
   constexpr ipu::train_options micro_opts{.optimizer = ipu::sgd{.learning_rate = 0.05, .momentum = 0.9},
@@ -116,10 +92,10 @@ TEST_CASE("Four micro-batches of 2 with mean accumulation give the gradients and
   constexpr ipu::train_options whole_opts{.optimizer = ipu::sgd{.learning_rate = 0.05, .momentum = 0.9}};
   const auto w = ipu::weights<micro_net>::random(3);
   ipu::trainer<micro_net, one_ipu, micro_opts> micro(w);
-  ipu::trainer<whole_net, one_ipu, whole_opts> whole(same_weights<micro_net, whole_net>(w));
+  ipu::trainer<whole_net, one_ipu, whole_opts> whole(ipu_test::weights_as<whole_net>(w));
   static_assert(decltype(micro)::batch == 8 && decltype(micro)::micro_batch == 2);
 
-  const std::vector<float> x = random_values(8 * 6 * 6 * 3, 11);
+  const std::vector<float> x = ipu_test::normal_values(8 * 6 * 6 * 3, 11);
   const std::vector<std::int32_t> y = ipu_test::random_labels(8, 4, 12);
   for (int step = 0; step < 3; ++step) {
     const float lm = micro.step(x, y), lw = whole.step(x, y);
@@ -145,7 +121,7 @@ TEST_CASE("Sum accumulation gives the micro-batches' gradients summed, each as a
   ipu::trainer<micro_net, one_ipu, sum_opts> summed(w);
   ipu::trainer<micro_net, one_ipu> single(w);
   constexpr std::size_t in = 2 * 6 * 6 * 3;
-  const std::vector<float> x = random_values(3 * in, 21);
+  const std::vector<float> x = ipu_test::normal_values(3 * in, 21);
   const std::vector<std::int32_t> y = ipu_test::random_labels(6, 4, 22);
   const float loss = summed.backward(x, y);
   ipu::weights<micro_net> expected;
@@ -251,7 +227,7 @@ void pipelined_matches_sequential(unsigned threads) {
   constexpr std::size_t in = static_cast<std::size_t>(ipu::node_table_v<G>[0].out.elements() * Opts.gradient_accumulation);
   constexpr std::int64_t classes = ipu::node_table_v<G>.back().out.channels();
   for (int step = 0; step < 3; ++step) {
-    const std::vector<float> xf = random_values(in, 100 + static_cast<std::uint64_t>(step));
+    const std::vector<float> xf = ipu_test::normal_values(in, 100 + static_cast<std::uint64_t>(step));
     const std::vector<stream_t> x(xf.begin(), xf.end());
     const std::vector<std::int32_t> y = ipu_test::random_labels(static_cast<std::size_t>(batch), classes, 200 + static_cast<std::uint64_t>(step));
     const float lp = p.step(x, y), ls = s.step(x, y);

@@ -84,6 +84,31 @@ struct quadrant_set {
   }
 };
 
+/// A network without batch norm, at any batch: a sample's gradient does not depend on the other
+/// samples of its batch, so micro-batches, replicas and one large batch give the same step.
+template <std::int64_t Batch>
+constexpr auto plain_net = ipu::input<float, Batch, 6, 6, 3> | ipu::nn::conv<8, 3> | ipu::nn::relu
+    | ipu::nn::residual(ipu::nn::conv<8, 1> | ipu::nn::relu) | ipu::nn::max_pool<2, 2> | ipu::nn::flatten
+    | ipu::nn::dense<4>;
+
+/// `n` values drawn from a standard normal distribution seeded with `seed`.
+inline std::vector<float> normal_values(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+/// `w`'s values as the weights of `H`, a graph of the same layers (at another batch).
+template <class H, class G>
+ipu::weights<H> weights_as(const ipu::weights<G>& w) {
+  ipu::weights<H> r;
+  for (std::size_t l = 0; l < w.size(); ++l)
+    for (const ipu::weight_tensor& t : w[l].tensors()) std::ranges::copy(w[l][t.name], r[l][t.name].begin());
+  return r;
+}
+
 /// Deterministic labels in `[0, classes)`.
 inline std::vector<std::int32_t> random_labels(std::size_t count, std::int64_t classes, std::uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -112,6 +112,27 @@ struct system {
   static constexpr const char* name = Chip::name;  ///< the chip's name (the IPU count is not part of it)
 };
 
+/// `System`'s IPUs split into `Replicas` replicas of `System::ipus / Replicas` IPUs each, e.g.
+/// `ipu::replicated<ipu::system<ipu::mk2, 4>, 2>`: two replicas of two IPUs (TensorFlow's
+/// "the number of IPUs must be a multiple of the shard count: 2 shards on 8 IPUs gives 4
+/// replicas"). As a target it is one replica, which a plan places a graph on; the replicas
+/// are `replicas`, and `ipu::replicated_trainer` trains on all of them.
+template <Target System, int Replicas>
+  requires(Replicas > 0 && System::ipus % Replicas == 0)
+struct replicated {
+  static constexpr chip_spec chip = System::chip;              ///< the chip of each IPU
+  static constexpr int ipus = System::ipus / Replicas;         ///< IPUs of one replica
+  static constexpr int replicas = Replicas;                    ///< replicas of the model
+  static constexpr const char* name = System::name;            ///< the chip's name
+};
+
+/// The replicas of target `T`: `T::replicas` for an `ipu::replicated` target, else 1.
+template <Target T>
+inline constexpr int replicas_v = [] {
+  if constexpr (requires { T::replicas; }) return static_cast<int>(T::replicas);
+  else return 1;
+}();
+
 /// `chip` with `tiles` tiles per IPU, the rest unchanged (an IPU Model-style target).
 constexpr chip_spec with_tiles(chip_spec chip, int tiles) noexcept {
   chip.tiles = tiles;

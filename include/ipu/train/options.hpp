@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <string>
 #include <string_view>
 
 namespace ipu {
@@ -228,6 +229,34 @@ consteval loss_scaling dynamic_loss_scaling(double initial = 32768, std::int64_t
   s.growth_interval = growth_interval;
   return s;
 }
+
+/// The batch arithmetic of a training configuration (Keras' `effective_batch_size =
+/// dataset_batch_size * gradient_accumulation_steps_per_replica * num_replicas`; PopART's
+/// "batch size = micro-batch x replication x accumulation", times `batchesPerStep` per call).
+/// `ipu::trainer::batches` and `ipu::replicated_trainer::batches` give theirs.
+struct batch_sizes {
+  std::int64_t micro_batch = 1;            ///< samples of one forward and backward pass: the graph's batch
+  std::int64_t gradient_accumulation = 1;  ///< micro-batches per update and replica
+  std::int64_t replicas = 1;               ///< replicas, each on its own samples
+  std::int64_t device_iterations = 1;      ///< steps per call of a loop (TensorFlow's `steps_per_execution`)
+
+  /// Samples of one step: micro-batch x accumulation x replicas.
+  constexpr std::int64_t per_step() const noexcept { return micro_batch * gradient_accumulation * replicas; }
+  /// Samples of one call: `per_step()` x device iterations.
+  constexpr std::int64_t per_call() const noexcept { return per_step() * device_iterations; }
+  /// E.g. "micro-batch 4 x gradient accumulation 8 x replicas 2 = 64 samples per step"; with
+  /// device iterations, "..., x 10 device iterations = 640 samples per call".
+  std::string to_string() const {
+    std::string s = "micro-batch " + std::to_string(micro_batch) + " x gradient accumulation " +
+                    std::to_string(gradient_accumulation) + " x replicas " + std::to_string(replicas) + " = " +
+                    std::to_string(per_step()) + " samples per step";
+    if (device_iterations != 1)
+      s += ", x " + std::to_string(device_iterations) + " device iterations = " + std::to_string(per_call()) + " samples per call";
+    return s;
+  }
+  /// Equal when every field is.
+  constexpr bool operator==(const batch_sizes&) const = default;
+};
 
 /// A training configuration: the template argument of `ipu::trainer`.
 struct train_options {

@@ -48,9 +48,11 @@
 #include <ipu/train/options.hpp>
 #include <ipu/train/precision.hpp>
 #include <ipu/train/profile.hpp>
+#include <ipu/train/replication.hpp>
 #include <ipu/train/stages.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -84,6 +86,10 @@ struct trainer_image<execution_mode::faithful, Spec, Tgt, O, T> {
 struct trainer_config {
   unsigned threads = 0;    ///< host threads; 0: one per hardware thread
   std::uint64_t seed = 0;  ///< the seed of stochastic rounding ("16.16") and of dropout
+  /// The group of replicas the trainer is one of (`ipu/train/replication.hpp`): its steps'
+  /// gradients, losses and overflows are summed over the group, and it starts from rank 0's
+  /// weights. Null: a replica alone. It must outlive the trainer.
+  gradient_reducer* reducer = nullptr;
 };
 
 /// What a trainer holds besides its weights, so that training resumes where it stopped with
@@ -115,7 +121,7 @@ class trainer {
   static constexpr train_options opts = Opts;  ///< the training configuration
   static constexpr std::int64_t micro_batch = batch_size_v<G>;  ///< samples per forward and backward pass: the graph's batch
   static constexpr std::int64_t gradient_accumulation = Opts.gradient_accumulation;  ///< micro-batches per step
-  static constexpr std::int64_t batch = micro_batch * gradient_accumulation;  ///< samples per step
+  static constexpr std::int64_t batch = micro_batch * gradient_accumulation;  ///< samples per step of this replica
   static constexpr int stages = pipeline_stages_v<G>;  ///< the IPUs of the graph: its pipeline's stages
   /// Whether the stages run at once, as `Opts.pipeline` schedules them (`runtime::pipeline`);
   /// otherwise a step runs its micro-batches one after another through all the layers.
@@ -137,6 +143,12 @@ class trainer {
   explicit trainer(const ipu::weights<G>& initial, trainer_config config = {})
       : weights_(initial), team_(std::make_unique<runtime::team>(config.threads)), seed_(config.seed) {
     weights_.validate();
+    if (config.reducer != nullptr) {
+      reducer_ = config.reducer;
+      replicas_ = reducer_->replicas(), rank_ = reducer_->rank();
+      for (layer_weights& layer : weights_)
+        for (const weight_tensor& t : layer.tensors()) reducer_->broadcast(layer[t.name]);
+    }
     if constexpr (f16_weights)
       for (layer_weights& layer : weights_)
         for (const weight_tensor& t : layer.tensors())
@@ -204,8 +216,9 @@ class trainer {
 
   /// The forward and backward passes of softmax cross-entropy on a batch, without an update:
   /// returns the mean loss and leaves the gradients in `gradients()`: the micro-batches'
-  /// combined as `train_options::gradient_reduction` says. Batch norms' running statistics
-  /// are updated, as by a step.
+  /// combined as `train_options::gradient_reduction` says, and with replicas
+  /// (`trainer_config::reducer`) the replicas' too, the loss the mean over all their samples.
+  /// Batch norms' running statistics are updated, as by a step.
   float backward(std::span<const stream_type> input, std::span<const std::int32_t> labels)
     requires(Opts.loss == loss::softmax_cross_entropy)
   {
@@ -416,6 +429,9 @@ class trainer {
   }
   /// The host threads the trainer runs on.
   unsigned threads() const noexcept { return team_->size(); }
+  /// The batch arithmetic: the micro-batch, the accumulation, and the replicas of the group
+  /// the trainer is one of (1 alone).
+  batch_sizes batches() const noexcept { return {micro_batch, gradient_accumulation, replicas_, 1}; }
 
  private:
   using pipeline_checked = decltype(detail::check_pipeline<G, Opts>());  // a compile error for a pipeline that cannot run
@@ -494,10 +510,10 @@ class trainer {
                                   std::to_string(expected));
   }
 
-  /// The dropout masks' step of micro-batch `micro` of this step (the step itself without
-  /// accumulation).
+  /// The dropout masks' step of micro-batch `micro` of this step on this replica (the step
+  /// itself without accumulation and replicas).
   std::int64_t dropout_step(std::int64_t micro) const noexcept {
-    return (steps_ + skipped_) * gradient_accumulation + micro;
+    return ((steps_ + skipped_) * gradient_accumulation + micro) * replicas_ + rank_;
   }
 
   /// A step's passes: the forward and the backward pass of each micro-batch of `input`, one
@@ -528,7 +544,32 @@ class trainer {
     end_window();
     double total = 0;
     for (const double l : micro_loss_) total += l;
-    return static_cast<float>(total / static_cast<double>(per_micro * gradient_accumulation));
+    if (reducer_ != nullptr && replicas_ > 1) total = reduce_replicas(total);
+    return static_cast<float>(total / static_cast<double>(per_micro * gradient_accumulation * replicas_));
+  }
+
+  /// Sums the step's gradients of the trainable tensors, and whether any is not finite, over
+  /// the replicas (their mean with `gradient_reduction::mean`); returns the replicas' summed
+  /// loss, of which this one's is `total`.
+  double reduce_replicas(double total) {
+    flat_.clear();
+    for (const layer_weights& layer : grads_)
+      for (const weight_tensor& t : layer.tensors())
+        if (t.trainable) flat_.insert(flat_.end(), t.values.begin(), t.values.end());
+    reducer_->sum(flat_);
+    std::size_t at = 0;
+    for (layer_weights& layer : grads_)
+      for (const weight_tensor& t : layer.tensors())
+        if (t.trainable)
+          for (float& g : layer[t.name]) {
+            const float sum = flat_[at++];
+            g = Opts.gradient_reduction == gradient_reduction::mean ? sum / static_cast<float>(replicas_) : sum;
+            overflow_ = overflow_ || !std::isfinite(g);
+          }
+    std::array<double, 2> totals{total, overflow_ ? 1.0 : 0.0};
+    reducer_->sum(totals);
+    overflow_ = totals[1] > 0;
+    return totals[0];
   }
 
   /// What the pipeline's stages do around their passes (see `runtime::pipeline::run`): each
@@ -655,6 +696,9 @@ class trainer {
   ipu::weights<G> accumulated_;                                   // with accumulation: the step's sums so far
   std::vector<char> layer_overflow_;                              // per layer: a gradient of this step is not finite
   std::vector<double> micro_loss_;                                // per micro-batch: its summed loss
+  gradient_reducer* reducer_ = nullptr;                           // the replicas', if any
+  int replicas_ = 1, rank_ = 0;                                   // the replicas, and this one's index
+  std::vector<float> flat_;                                       // the gradients summed over the replicas
   image_t image_;  // faithful mode: the tiles' memory
   std::int64_t steps_ = 0;
   std::uint64_t seed_ = 0;

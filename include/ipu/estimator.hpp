@@ -185,21 +185,32 @@ class estimator {
       channel<batch_type, PrefetchDepth> in;
       auto&& range = std::invoke(input_fn);
       prefetcher feeding(in, range);
+      // A step takes one batch where it lies, or gathers its micro-batches, one batch each,
+      // into `x` and `y`; false when the input ended first (a partial step is not taken).
+      constexpr std::int64_t accumulation = trainer_type::gradient_accumulation;
       constexpr std::int64_t micro_values = input_tensor_t<G>::size();
-      std::vector<typename trainer_type::stream_type> x(static_cast<std::size_t>(micro_values * trainer_type::gradient_accumulation));
-      std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
+      std::vector<typename trainer_type::stream_type> x(static_cast<std::size_t>(accumulation > 1 ? micro_values * accumulation : 0));
+      std::vector<std::int32_t> y(static_cast<std::size_t>(accumulation > 1 ? batch : 0));
+      const auto take_step = [&](float& loss) {
+        if constexpr (accumulation == 1) {
+          return in.consume([&](const batch_type& b) { loss = trainer_.step(b.inputs.span(), b.labels); });
+        } else {
+          std::int64_t taken = 0;
+          while (taken < accumulation && in.consume([&](const batch_type& b) {
+            std::ranges::copy(b.inputs.span(), x.begin() + taken * micro_values);
+            std::ranges::copy(b.labels, y.begin() + taken * micro_batch);
+          }))
+            ++taken;
+          if (taken < accumulation) return false;
+          loss = trainer_.step(x, y);
+          return true;
+        }
+      };
       for (float loss = 0; !steps || r.steps < *steps; ++r.steps) {
-        std::int64_t taken = 0;  // the step's batches: its micro-batches, one after another
-        while (taken < trainer_type::gradient_accumulation && in.consume([&](const batch_type& b) {
-          std::ranges::copy(b.inputs.span(), x.begin() + taken * micro_values);
-          std::ranges::copy(b.labels, y.begin() + taken * micro_batch);
-        }))
-          ++taken;
-        if (taken < trainer_type::gradient_accumulation) {  // the input ended: a partial step is not taken
+        if (!take_step(loss)) {
           r.input_ended = steps.has_value();
           break;
         }
-        loss = trainer_.step(x, y);
         r.loss += loss;
         const std::int64_t step = global_step();
         if (config_.save_checkpoints_steps > 0 && step % config_.save_checkpoints_steps == 0) r.checkpoint = save();

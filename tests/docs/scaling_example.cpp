@@ -36,6 +36,9 @@ constexpr ipu::train_options pipelined{
     .optimizer = ipu::sgd{.learning_rate = 0.05, .momentum = 0.9},
     .gradient_accumulation = 8,                    // a multiple of 2 x 2 stages
     .pipeline = ipu::pipeline_schedule::grouped};
+
+// docs/scaling.md, "Will a pipeline fit?"
+static_assert(ipu::require_fit<ipu::training<pipelined_net_t, pipelined>, ipu::system<ipu::mk2, 2>>);
 // [pipeline]
 
 // [replicated]

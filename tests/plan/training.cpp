@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace nn = ipu::nn;
@@ -358,4 +359,154 @@ TEST_CASE("the cycle model of a training step: forward and recompute as inferenc
   for (std::size_t ph = 0; ph < 4; ++ph) CHECK(p.phase_cycles()[ph].total() == by_phase[ph]);
   // A convolution's backward doubles its work: the backward phase costs more than the forward.
   CHECK(by_phase[static_cast<std::size_t>(ipu::step_phase::backward)] > by_phase[static_cast<std::size_t>(ipu::step_phase::forward)]);
+}
+
+namespace pipelined_plan {
+
+// Three stages on IPUs of 4 tiles, a residual whose shortcut (relu1, on IPU 0) is read by the add
+// on IPU 2 and by the convolution on IPU 1. Nodes: input 0, conv1 1, relu1 2 on IPU 0;
+// block1.conv1 3, block1.relu1 4 on IPU 1; block1.conv2 5, block1.add 6, global_avg_pool1 7,
+// dense1 8 on IPU 2. Every 8x8x8 activation of a micro-batch of B is 512 B elements.
+template <int B>
+constexpr auto staged = ipu::input<float, B, 8, 8, 8>
+    | ipu::on<0>(nn::conv<8, 3> | nn::relu)
+    | ipu::on<2>(nn::residual(ipu::on<1>(nn::conv<8, 3> | nn::relu) | nn::conv<8, 1>) | nn::global_avg_pool | nn::dense<4>);
+template <int B>
+using staged_t = std::remove_cvref_t<decltype(staged<B>)>;
+using three_ipus = ipu_test::small_target<4, 3>;
+
+constexpr ipu::train_options sequential{.gradient_accumulation = 6};
+constexpr ipu::train_options grouped{.gradient_accumulation = 6, .pipeline = ipu::pipeline_schedule::grouped};
+constexpr ipu::train_options interleaved{.gradient_accumulation = 6, .pipeline = ipu::pipeline_schedule::interleaved};
+
+template <ipu::train_options O, int B = 2>
+constexpr const auto& plan_of = ipu::plan_v<ipu::training<staged_t<B>, O>, three_ipus>;
+
+// Bytes over the tiles of IPU `ipu` at step `s`, in category `c`; of its always-live tensors
+// when `s` is -1.
+template <class Plan>
+std::int64_t on_ipu(const Plan& p, int ipu, int s, ipu::training_category c) {
+  std::int64_t bytes = 0;
+  for (int t = 0; t < three_ipus::chip.tiles; ++t) bytes += (s < 0 ? p.tensors_on(ipu, t) : p.usage(ipu, t, s))[c];
+  return bytes;
+}
+
+// Every IPU's buffers: none shares a byte with another live at a common step; no tile at any
+// step uses more than the IPU's peak, which the highest buffer reaches.
+template <class Plan>
+void check_every_ipu(const Plan& p) {
+  for (int i = 0; i < Plan::ipu_count; ++i) {
+    INFO("IPU " << i);
+    std::vector<placed> b;
+    p.for_each_buffer(i, [&](const ipu::training_buffer& buffer) {
+      for (int t = 0; t < three_ipus::chip.tiles; ++t) {
+        const ipu::training_bytes bytes = p.bytes_on(buffer, t);
+        const auto [first, second] = p.placed_at(buffer);
+        const std::int64_t main = buffer.mapping ? bytes[buffer.category] : bytes.temporaries;
+        if (main > 0) b.push_back({buffer.first, buffer.last, first + t * (std::int64_t{1} << 40), ipu::aligned(main)});
+        if (!buffer.mapping && bytes.exchange > 0)
+          b.push_back({buffer.first, buffer.last, second + t * (std::int64_t{1} << 40), ipu::aligned(bytes.exchange)});
+      }
+    });
+    REQUIRE(b.size() > 10);
+    for (std::size_t x = 0; x < b.size(); ++x)
+      for (std::size_t y = x + 1; y < b.size(); ++y)
+        if (b[x].first <= b[y].last && b[y].first <= b[x].last)
+          CHECK((b[x].offset + b[x].bytes <= b[y].offset || b[y].offset + b[y].bytes <= b[x].offset));
+    const ipu::training_memory& m = p.ipus[static_cast<std::size_t>(i)];
+    std::int64_t highest = 0;
+    for (int t = 0; t < three_ipus::chip.tiles; ++t) {
+      highest = std::max(highest, p.extent_on(i, t));
+      for (int s = 0; s < static_cast<int>(p.step_count); ++s) CHECK(p.usage(i, t, s).total() <= m.peak);
+    }
+    CHECK(highest == m.peak);
+    CHECK(p.usage(i, m.peak_tile, m.peak_step) == m.at_peak);
+  }
+}
+
+}  // namespace pipelined_plan
+
+TEST_CASE("a pipeline's plan: each IPU holds its stage's weights, and stashes its activations once per micro-batch in flight") {
+  using namespace pipelined_plan;
+  constexpr auto& seq = plan_of<sequential>;
+  constexpr auto& grp = plan_of<grouped>;
+  constexpr auto& itl = plan_of<interleaved>;
+  // TensorFlow's FIFO depths 2 (N - 1 - s) and N - 1 - s, and the micro-batch in each stage.
+  CHECK(grp.stash_depth == std::array<int, 3>{6, 4, 2});
+  CHECK(itl.stash_depth == std::array<int, 3>{3, 2, 1});
+  CHECK(seq.stash_depth == std::array<int, 3>{1, 1, 1});
+  // Weights, f32: conv1 and block1.conv1 3 x 3 x 8 x 8 = 576 each, block1.conv2 8 x 8 = 64,
+  // dense1 8 x 4 + 4 = 36.
+  CHECK(seq.ipus[0].totals.weights == 576 * 4);
+  CHECK(seq.ipus[1].totals.weights == 576 * 4);
+  CHECK(seq.ipus[2].totals.weights == (64 + 36) * 4);
+  // Stashed per micro-batch of 2 (1,024 elements an activation): IPU 0 the input, conv1's and
+  // relu1's outputs; IPU 1 relu1's copy and its two outputs; IPU 2 the copies of relu1 and
+  // block1.relu1, its convolution's and the add's outputs, the pooling's 2 x 8 and the dense
+  // layer's 2 x 4.
+  constexpr std::array<std::int64_t, 3> stashed{3 * 1024 * 4, 3 * 1024 * 4, (4 * 1024 + 16 + 8) * 4};
+  for (int i = 0; i < 3; ++i) {
+    INFO("IPU " << i);
+    const auto in_flight = [&](const auto& p) { return on_ipu(p, i, -1, ipu::training_category::activations); };
+    CHECK(in_flight(seq) == 0);
+    CHECK(in_flight(grp) == (grp.stash_depth[static_cast<std::size_t>(i)] - 1) * stashed[static_cast<std::size_t>(i)]);
+    CHECK(in_flight(itl) == (itl.stash_depth[static_cast<std::size_t>(i)] - 1) * stashed[static_cast<std::size_t>(i)]);
+    CHECK(grp.ipus[static_cast<std::size_t>(i)].totals.activations - seq.ipus[static_cast<std::size_t>(i)].totals.activations ==
+          in_flight(grp));
+  }
+  // In block1.conv1's forward step, a step of IPU 1: IPU 0 holds its three stashed outputs,
+  // IPU 1 relu1's copy and block1.conv1's output, IPU 2 relu1's copy, received when relu1 ran.
+  const int conv2 = node(seq, "block1.conv1");
+  const int s = seq.node_of(conv2).forward;
+  CHECK(on_ipu(seq, 0, s, ipu::training_category::activations) == 3 * 1024 * 4);
+  CHECK(on_ipu(seq, 1, s, ipu::training_category::activations) == 2 * 1024 * 4);
+  CHECK(on_ipu(seq, 2, s, ipu::training_category::activations) == 1024 * 4);
+  check_every_ipu(seq);
+  check_every_ipu(grp);
+  check_every_ipu(itl);
+}
+
+TEST_CASE("a pipeline's plan: an output read on a later IPU is sent, its copy kept to the readers' backward steps, its gradient sent back") {
+  using namespace pipelined_plan;
+  constexpr auto& p = plan_of<grouped>;
+  const int relu1 = node(p, "relu1"), conv2 = node(p, "block1.conv1"), add = node(p, "block1.add"), conv3 = node(p, "block1.conv2");
+  REQUIRE(p.at(add).reads(relu1));
+  CHECK(p.copy_of(relu1, 0).first < 0);  // its own IPU
+  for (const auto& [ipu, reader] : {std::pair{1, conv2}, std::pair{2, add}}) {
+    INFO("IPU " << ipu);
+    const ipu::training_copy& c = p.copy_of(relu1, ipu);
+    CHECK(c.first == p.node_of(relu1).forward);
+    CHECK(c.last == p.node_of(reader).backward);
+    CHECK(c.grad_first == p.node_of(reader).backward);
+    CHECK(c.grad_last == p.node_of(reader).backward);
+    // The gradient's send buffer, 1,024 elements, beside the reader's backward step's scratch.
+    const int b = p.node_of(reader).backward;
+    CHECK(on_ipu(p, ipu, b, ipu::training_category::exchange) >= 1024 * 4);
+    CHECK(on_ipu(p, ipu, b, ipu::training_category::gradients) >= 1024 * 4);
+  }
+  // block1.relu1 is read on IPU 2 only; the input, read on IPU 0 only, is copied nowhere.
+  CHECK(p.copy_of(node(p, "block1.relu1"), 2).last == p.node_of(conv3).backward);
+  CHECK(p.copy_of(node(p, "block1.relu1"), 0).first < 0);
+  for (int i = 0; i < 3; ++i) CHECK(p.copy_of(0, i).first < 0);
+  // relu1's forward step holds its send buffer: its exchange is relu1's output's size more than
+  // the same step's when nothing reads relu1 elsewhere (the one-IPU plan of the same layers).
+  constexpr auto one_ipu = ipu::input<float, 2, 8, 8, 8> | nn::conv<8, 3> | nn::relu
+      | nn::residual(nn::conv<8, 3> | nn::relu | nn::conv<8, 1>) | nn::global_avg_pool | nn::dense<4>;
+  constexpr auto& single = ipu::plan_v<ipu::training<decltype(one_ipu), sequential>, three_ipus>;
+  const int f = p.node_of(relu1).forward;
+  CHECK(on_ipu(p, 0, f, ipu::training_category::exchange) - on_ipu(single, 0, f, ipu::training_category::exchange) == 1024 * 4);
+}
+
+TEST_CASE("a pipeline that fits run sequentially can overfill an IPU with the grouped schedule's stash") {
+  using namespace pipelined_plan;
+  // Micro-batch 64: IPU 0 keeps six micro-batches' activations with the grouped schedule, three
+  // with the interleaved one, one run sequentially.
+  STATIC_REQUIRE(ipu::fits_v<ipu::training<staged_t<64>, sequential>, three_ipus>);
+  STATIC_REQUIRE(ipu::fits_v<ipu::training<staged_t<64>, interleaved>, three_ipus>);
+  STATIC_REQUIRE_FALSE(ipu::fits_v<ipu::training<staged_t<64>, grouped>, three_ipus>);
+  constexpr auto& p = plan_of<grouped, 64>;
+  CHECK_FALSE(p.ipus[0].fits);
+  CHECK(p.ipus[1].fits);
+  CHECK(p.ipus[2].fits);
+  CHECK(p.ipus[0].peak_category == ipu::training_category::activations);
 }

@@ -98,10 +98,10 @@ struct tile_bytes_must_be_a_multiple_of_the_alignment {
 };
 
 template <auto Layer, ipu_index Index>
-struct training_runs_on_one_ipu {
-  static_assert(Index.value == 0,
-                "ipu: ipu::training plans a training step on one IPU, and this block is placed on another IPU "
-                "(ipu::on<I>) or on the host (ipu::on_host, index -1); remove the placement to plan it");
+struct trained_layer_on_the_host {
+  static_assert(Index.value >= 0,
+                "ipu: a training step runs on the IPUs, and this block is placed on the host (ipu::on_host); place "
+                "it on an IPU (ipu::on<I>) to train it");
   static constexpr bool value = false;
 };
 
@@ -163,9 +163,9 @@ consteval auto report_plan_error() {
     return diag::ipu_index_outside_system<layer, diag::ipu_index{E.x}, diag::ipus_in_target{E.y}>::value;
   } else if constexpr (E.kind == plan_error_kind::tile_bytes_not_aligned) {
     return diag::tile_bytes_must_be_a_multiple_of_the_alignment<diag::bytes_per_tile{E.x}, diag::alignment{E.y}>::value;
-  } else if constexpr (E.kind == plan_error_kind::training_on_one_ipu) {
+  } else if constexpr (E.kind == plan_error_kind::training_on_the_host) {
     constexpr auto layer = diag::in_layer<Path.length + 1>{Path};
-    return diag::training_runs_on_one_ipu<layer, diag::ipu_index{E.x}>::value;
+    return diag::trained_layer_on_the_host<layer, diag::ipu_index{E.x}>::value;
   } else if constexpr (E.kind == plan_error_kind::bad_io_tiles) {
     return diag::io_tiles_must_leave_tiles_for_the_model<diag::io_tiles{E.x}, diag::tiles_per_ipu{E.y}>::value;
   } else {

@@ -92,10 +92,10 @@ struct ipu_memory {
 /// (a node is placed with `on<I>` on an IPU the target does not have), `bad_memory_proportion`
 /// (`options::available_memory_proportion` is not in (0, 1]), `tile_bytes_not_aligned` (the
 /// chip's `bytes_per_tile` is not a multiple of `buffer_alignment`) or `bad_io_tiles`
-/// (`options::io_tiles` is not in `[0, tiles)`), `training_on_one_ipu` (a graph trained with
-/// `ipu::training` has a block on another IPU than 0 or on the host).
+/// (`options::io_tiles` is not in `[0, tiles)`), `training_on_the_host` (a graph trained with
+/// `ipu::training` has a block on the host).
 enum class plan_error_kind : std::uint8_t {
-  none, ipu_outside_system, bad_memory_proportion, tile_bytes_not_aligned, bad_io_tiles, training_on_one_ipu
+  none, ipu_outside_system, bad_memory_proportion, tile_bytes_not_aligned, bad_io_tiles, training_on_the_host
 };
 
 /// Why a graph cannot be planned on a target, with the numbers its compile-time diagnostic
@@ -105,7 +105,7 @@ struct plan_error {
   int node = -1;   ///< the node at fault; -1 when no node is (`bad_memory_proportion`)
   /// `x`: the node's IPU index (`ipu_outside_system`), the ratio's numerator
   /// (`bad_memory_proportion`), the bytes per tile (`tile_bytes_not_aligned`) or the I/O tiles
-  /// (`bad_io_tiles`), or the node's IPU (`training_on_one_ipu`, -1 for the host).
+  /// (`bad_io_tiles`), or -1, the host (`training_on_the_host`).
   std::int64_t x = 0, y = 0;  ///< `y`: the target's number of IPUs, the ratio's denominator, the alignment, or the tiles per IPU
 };
 

@@ -45,12 +45,28 @@
 ///     in the same buffers); an update step's none (each tile updates its own shard in place).
 ///
 /// As for inference the plan is an allocation: every dynamic buffer gets one offset on every
-/// tile (`pack`), and a tile's peak is the highest byte its buffers reach. Training runs on one
-/// IPU: a graph with blocks on other IPUs or on the host is a compile error (pipelining comes
-/// with its own plan).
+/// tile (`pack`), and a tile's peak is the highest byte its buffers reach.
+///
+/// A graph over several IPUs (`ipu::on<k>`) is planned IPU by IPU: each holds the tensors,
+/// code and buffers of its nodes, over the same steps, and
+///
+///   - the **IPU-Link buffers:** a node whose output is read on another IPU has a send buffer
+///     (`exchange`) in its forward step; each IPU reading it holds a copy (an activation) from
+///     that step to the last backward step there reading it, and the copy's gradient from the
+///     first to the last backward step there adding to it, sent back from a send buffer in the
+///     last. As for inference, a copy goes straight to each IPU reading it;
+///   - in a pipeline (`train_options::pipeline` grouped or interleaved), the **stash of the
+///     micro-batches in flight:** stage `i` holds the activations of `pipeline_stash_depth`
+///     micro-batches at once, so beside the buffers of one micro-batch it holds `depth - 1`
+///     more copies of every activation it keeps from its forward to its backward pass (its
+///     outputs held into the backward steps and the copies it receives), as stashed
+///     activations laid out with the always-live tensors: in the steady state they never leave.
+///
+/// A block on the host is a compile error: the host runs no training steps.
 
 #include <ipu/plan/plan.hpp>
 #include <ipu/train/options.hpp>
+#include <ipu/train/stages.hpp>
 
 #include <algorithm>
 #include <array>
@@ -151,11 +167,11 @@ struct training_tensor {
   bool trainable = false;    ///< updated by its gradient (`ops::tensor_spec::trainable`)
 };
 
-/// One dynamic buffer of a training step on IPU 0: what it holds, whose it is, and the steps
+/// One dynamic buffer of a training step on an IPU: what it holds, whose it is, and the steps
 /// `[first, last]` it lives over. A tensor's bytes on a tile follow its mapping; a step's
 /// scratch (`temporaries`: its temporaries, then its exchange buffers) follows the step's work.
 struct training_buffer {
-  training_category category = training_category::activations;  ///< activations, recomputed, gradients or temporaries
+  training_category category = training_category::activations;  ///< activations, recomputed, gradients, temporaries (a step's scratch) or exchange (a send buffer)
   int node = 0;    ///< whose
   int tensor = -1; ///< a weight gradient's tensor (in the order of `ipu::weights`); -1 otherwise
   int input = -1;  ///< the input whose dropped-out copy (or its gradient) it is; -1 otherwise
@@ -163,6 +179,9 @@ struct training_buffer {
   int last = 0;    ///< the last step it is live
   const tensor_mapping* mapping = nullptr;  ///< a tensor's mapping; null for a step's scratch
   std::int64_t element_bytes = 0;           ///< a tensor's bytes per element
+  /// The IPU of the copy of `node`'s output it is (or holds the gradient of, or sends the
+  /// gradient of back); -1 for the buffers of `node` on its own IPU.
+  int copy_ipu = -1;
 };
 
 /// The plan of one node in training: its steps, its tensors, how long its output and its
@@ -189,9 +208,23 @@ struct training_node {
   std::array<std::int64_t, max_inputs> dropped_recomputed_offset{-1, -1, -1, -1};  ///< see `dropped_offset`
   std::array<std::int64_t, max_inputs> dropped_backward_offset{-1, -1, -1, -1};    ///< see `dropped_offset`
   std::array<std::int64_t, max_inputs> dropped_grad_offset{-1, -1, -1, -1};        ///< see `dropped_offset`
+  std::int64_t send_offset = -1;    ///< the send buffer of its output, read on a later IPU
   step_buffers forward_buffers{};   ///< its forward step's temporaries and exchange buffers
   step_buffers backward_buffers{};  ///< its backward step's
   step_buffers recompute_buffers{};  ///< its recompute step's
+};
+
+/// The copy of a node's output on another IPU that reads it (a pipeline's IPU-Link transfer),
+/// and its gradient there, summed over the IPU's readers and sent back. Its steps are those of
+/// the training step (`training_plan::steps`); offsets are from the tile's dynamic base.
+struct training_copy {
+  int first = -1;       ///< the step it arrives: its node's forward step; -1 when the IPU holds no copy
+  int last = -1;        ///< the last backward step on the IPU that reads it
+  int grad_first = -1;  ///< the first backward step on the IPU adding to its gradient; -1 for the graph's input
+  int grad_last = -1;   ///< the last; its gradient is sent back from a send buffer in that step
+  std::int64_t offset = -1;       ///< the copy
+  std::int64_t grad_offset = -1;  ///< its gradient
+  std::int64_t send_offset = -1;  ///< the send buffer of its gradient
 };
 
 /// The training plan of one IPU.
@@ -203,9 +236,10 @@ struct training_memory {
   /// use on the peak tile; -1 if the peak is always-live memory.
   int peak_step = -1;
   /// Of the buffers in use on the peak tile at the peak step, the category with the most bytes
-  /// (activations, gradients, or `temporaries` for the steps' temporaries and exchange buffers
-  /// together), and the node whose buffer of it is the largest (`peak_node`; -1 when the peak
-  /// is always-live memory, whose largest category `at_peak.largest()` gives).
+  /// (activations, with a pipeline stage's stash of the micro-batches in flight; gradients; or
+  /// `temporaries` for the steps' temporaries, exchange and send buffers together), and the
+  /// node whose buffer of it is the largest (`peak_node`; -1 when the peak is always-live
+  /// memory, whose largest category `at_peak.largest()` gives).
   training_category peak_category = training_category::code;
   int peak_node = -1;          ///< the node of that buffer
   training_bytes at_peak{};    ///< the peak tile's bytes in use at the peak step, by category
@@ -228,7 +262,12 @@ struct training_plan {
   train_options train{};                     ///< the training options
   std::array<training_node, N> nodes{};      ///< indexed as the node table
   std::array<plan_step, S> steps{};          ///< forward steps, backward steps, update steps
-  std::array<training_memory, static_cast<std::size_t>(Ipus)> ipus{};  ///< by IPU; only IPU 0 holds the model
+  std::array<training_memory, static_cast<std::size_t>(Ipus)> ipus{};  ///< by IPU
+  /// `copy_of(j, i)`: the copy of node `j`'s output on IPU `i`.
+  std::array<training_copy, N * static_cast<std::size_t>(Ipus)> copies{};
+  /// By IPU: the micro-batches whose stashed activations it holds at once
+  /// (`pipeline_stash_depth` of its stage in a pipeline; 1 otherwise).
+  std::array<int, static_cast<std::size_t>(Ipus)> stash_depth{};
   bool fits = true;    ///< every IPU fits
   plan_error error{};  ///< why the graph cannot be planned for training; `kind == none` if it can
 
@@ -257,14 +296,33 @@ struct training_plan {
     return accumulates() ? std::max(element_bytes(j), size_of(dtype::f32)) : element_bytes(j);
   }
 
-  /// Calls `f(mapping, bytes_per_element, count, category)` for the always-live tensors of IPU 0
-  /// but the code: `count` tensors of `mapping` of `category`. Each layer tensor is one tensor of
-  /// weights; a trainable one also has its master weights (when `update_bytes` is wider) and
-  /// `state_tensors()` tensors of optimiser state.
+  /// The IPU of node \p j.
+  constexpr int ipu_of(int j) const noexcept { return at(j).ipu; }
+  /// The copy of node \p j's output on IPU \p ipu (`first < 0` when the IPU holds none).
+  constexpr const training_copy& copy_of(int j, int ipu) const noexcept {
+    return copies[static_cast<std::size_t>(j) * static_cast<std::size_t>(Ipus) + static_cast<std::size_t>(ipu)];
+  }
+  /// How node \p j's output is mapped on IPU \p ipu: its own mapping on its IPU, its copy's on
+  /// another.
+  constexpr const tensor_mapping& mapping_on(int ipu, int j) const noexcept {
+    return ipu_of(j) == ipu ? inference->plan_of(j).output : inference->plan_of(j).copy;
+  }
+  /// Whether node \p j's output is held from its forward step into the backward steps: the
+  /// activations a pipeline stage stashes for each micro-batch in flight.
+  constexpr bool stashed(int j) const noexcept { return node_of(j).output_last >= static_cast<int>(N); }
+
+  /// Calls `f(mapping, bytes_per_element, count, category)` for the always-live tensors of IPU
+  /// \p ipu but the code: `count` tensors of `mapping` of `category`. Each layer tensor is one
+  /// tensor of weights; a trainable one also has its master weights (when `update_bytes` is
+  /// wider) and `state_tensors()` tensors of optimiser state. A pipeline stage holding the
+  /// activations of `stash_depth[ipu]` micro-batches at once also has, as stashed activations,
+  /// `stash_depth[ipu] - 1` copies of each output and received copy it keeps for the backward
+  /// pass: those of the other micro-batches in flight, which in the steady state never leave.
   template <class F>
-  constexpr void for_each_always_live_tensor(F&& f) const {
+  constexpr void for_each_always_live_tensor(int ipu, F&& f) const {
     const int state = train.optimizer.state_tensors();
     for (int j = 0; j < static_cast<int>(N); ++j) {
+      if (ipu_of(j) != ipu) continue;
       const training_node& t = node_of(j);
       const std::int64_t eb = element_bytes(j), ub = update_bytes(j);
       for (int w = 0; w < t.tensor_count; ++w) {
@@ -275,28 +333,38 @@ struct training_plan {
         f(tt.mapping, ub, state, training_category::optimizer_state);
       }
     }
+    const int in_flight = stash_depth[static_cast<std::size_t>(ipu)] - 1;
+    if (in_flight <= 0) return;
+    for (int j = 0; j < static_cast<int>(N); ++j)
+      if ((ipu_of(j) == ipu && stashed(j)) || copy_of(j, ipu).first >= 0)
+        f(mapping_on(ipu, j), element_bytes(j), in_flight, training_category::activations);
   }
-  /// Always-live bytes of `tile` on IPU 0 but its code, by category.
-  constexpr training_bytes tensors_on(int tile) const noexcept {
+  /// Always-live bytes of `tile` on IPU \p ipu but its code, by category.
+  constexpr training_bytes tensors_on(int ipu, int tile) const noexcept {
     training_bytes m;
-    for_each_always_live_tensor([&](const tensor_mapping& map, std::int64_t bytes, int count, training_category c) {
+    for_each_always_live_tensor(ipu, [&](const tensor_mapping& map, std::int64_t bytes, int count, training_category c) {
       m[c] += count * map.elements_on(tile) * bytes;
     });
     return m;
   }
-  /// Calls `f(buffer)` for each dynamic buffer of IPU 0 (a `training_buffer`), node by node: its
-  /// output (stashed or not), its recomputed output, its output's gradient, its trainable
-  /// tensors' gradients, its dropped-out inputs' copies and their gradients, and the scratch of
-  /// its forward, backward and recompute steps.
+  /// `tensors_on(0, tile)`.
+  constexpr training_bytes tensors_on(int tile) const noexcept { return tensors_on(0, tile); }
+  /// Calls `f(buffer)` for each dynamic buffer of IPU \p ipu (a `training_buffer`), node by node
+  /// for the nodes on it: its output (stashed or not), its recomputed output, its output's
+  /// gradient, its trainable tensors' gradients, its dropped-out inputs' copies and their
+  /// gradients, the scratch of its forward, backward and recompute steps, and the send buffer
+  /// of its output when a later IPU reads it; then for each copy the IPU receives, the copy,
+  /// its gradient and the buffer that sends the gradient back.
   template <class F>
-  constexpr void for_each_buffer(F&& f) const {
+  constexpr void for_each_buffer(int ipu, F&& f) const {
     for (int j = 0; j < static_cast<int>(N); ++j) {
+      if (ipu_of(j) != ipu) continue;
       const training_node& t = node_of(j);
-      const tensor_mapping& out = inference->plan_of(j).output;
+      const node_plan& np = inference->plan_of(j);
       const std::int64_t eb = element_bytes(j);
-      f(training_buffer{training_category::activations, j, -1, -1, t.forward, t.output_last, &out, eb});
-      if (t.recompute >= 0) f(training_buffer{training_category::recomputed, j, -1, -1, t.recompute, t.backward, &out, eb});
-      if (t.grad_first >= 0) f(training_buffer{training_category::gradients, j, -1, -1, t.grad_first, t.backward, &out, eb});
+      f(training_buffer{training_category::activations, j, -1, -1, t.forward, t.output_last, &np.output, eb});
+      if (t.recompute >= 0) f(training_buffer{training_category::recomputed, j, -1, -1, t.recompute, t.backward, &np.output, eb});
+      if (t.grad_first >= 0) f(training_buffer{training_category::gradients, j, -1, -1, t.grad_first, t.backward, &np.output, eb});
       for (int w = 0; w < t.tensor_count; ++w)
         if (t.tensors[static_cast<std::size_t>(w)].trainable)
           f(training_buffer{training_category::gradients, j, w, -1, accumulates() ? 0 : t.backward, t.update,
@@ -305,7 +373,7 @@ struct training_plan {
       for (int k = 0; k < n.input_count; ++k) {
         if (!n.dropout[static_cast<std::size_t>(k)].active()) continue;
         const int src = n.inputs[static_cast<std::size_t>(k)];
-        const tensor_mapping* in = &inference->plan_of(src).output;
+        const tensor_mapping* in = &mapping_on(ipu, src);
         const std::int64_t ib = element_bytes(src);
         f(training_buffer{training_category::activations, j, -1, k, t.forward, t.forward, in, ib});
         if (t.recompute >= 0) f(training_buffer{training_category::recomputed, j, -1, k, t.recompute, t.recompute, in, ib});
@@ -314,42 +382,76 @@ struct training_plan {
       }
       for (int s : {t.forward, t.backward, t.recompute})
         if (s >= 0) f(training_buffer{training_category::temporaries, j, -1, -1, s, s, nullptr, 0});
+      if (np.sends) f(training_buffer{training_category::exchange, j, -1, -1, t.forward, t.forward, &np.copy, eb});
+    }
+    for (int j = 0; j < static_cast<int>(N); ++j) {
+      const training_copy& c = copy_of(j, ipu);
+      if (c.first < 0) continue;
+      const tensor_mapping* m = &inference->plan_of(j).copy;
+      const std::int64_t eb = element_bytes(j);
+      f(training_buffer{training_category::activations, j, -1, -1, c.first, c.last, m, eb, ipu});
+      if (c.grad_first < 0) continue;
+      f(training_buffer{training_category::gradients, j, -1, -1, c.grad_first, c.grad_last, m, eb, ipu});
+      f(training_buffer{training_category::exchange, j, -1, -1, c.grad_last, c.grad_last, m, eb, ipu});
     }
   }
-  /// Where buffer `b` (one of `for_each_buffer`'s) starts on every tile, in bytes from the
-  /// tile's dynamic base: a tensor's offset and -1; a step's scratch, the offsets of its
+  /// `for_each_buffer(0, f)`.
+  template <class F>
+  constexpr void for_each_buffer(F&& f) const {
+    for_each_buffer(0, std::forward<F>(f));
+  }
+  /// Where buffer `b` (one of `for_each_buffer`'s) starts on every tile of its IPU, in bytes
+  /// from the tile's dynamic base: a tensor's offset and -1; a step's scratch, the offsets of its
   /// temporaries and of its exchange buffers (-1 for none).
   constexpr std::pair<std::int64_t, std::int64_t> placed_at(const training_buffer& b) const noexcept {
-    const training_node& t = node_of(b.node);
-    const std::size_t k = static_cast<std::size_t>(std::max(b.input, 0));
-    if (!b.mapping) {
-      const step_buffers& sb = b.first == t.forward ? t.forward_buffers : b.first == t.backward ? t.backward_buffers : t.recompute_buffers;
-      return {sb.temporaries, sb.exchange};
-    }
-    if (b.input >= 0) {
-      if (b.category == training_category::activations) return {t.dropped_offset[k], -1};
-      if (b.category == training_category::gradients) return {t.dropped_grad_offset[k], -1};
-      return {(b.first == t.backward ? t.dropped_backward_offset : t.dropped_recomputed_offset)[k], -1};
-    }
-    if (b.category == training_category::activations) return {t.output_offset, -1};
-    if (b.category == training_category::recomputed) return {t.recomputed_offset, -1};
-    return {b.tensor < 0 ? t.grad_offset : t.weight_grad_offset[static_cast<std::size_t>(b.tensor)], -1};
+    if (b.mapping) return {*offset_of(*this, b), -1};
+    const step_buffers& sb = scratch_of(node_of(b.node), b.first);
+    return {sb.temporaries, sb.exchange};
   }
-  /// Where `tile`'s dynamic region starts: after its code and its always-live tensors, each
-  /// aligned to `buffer_alignment`, in the order of `for_each_always_live_tensor`.
-  constexpr std::int64_t dynamic_base(int tile) const noexcept {
-    std::int64_t base = aligned(code_on(tile));
-    for_each_always_live_tensor([&](const tensor_mapping& m, std::int64_t bytes, int count, training_category) {
+  /// Where the offset of tensor buffer `b` of `self` (a training plan, const or not) is kept.
+  template <class Self>
+  static constexpr auto* offset_of(Self& self, const training_buffer& b) noexcept {
+    auto& t = self.nodes[static_cast<std::size_t>(b.node)];
+    const std::size_t k = static_cast<std::size_t>(std::max(b.input, 0));
+    if (b.copy_ipu >= 0) {
+      auto& c = self.copies[static_cast<std::size_t>(b.node) * static_cast<std::size_t>(Ipus) + static_cast<std::size_t>(b.copy_ipu)];
+      return b.category == training_category::activations ? &c.offset
+             : b.category == training_category::gradients ? &c.grad_offset
+                                                           : &c.send_offset;
+    }
+    if (b.category == training_category::exchange) return &t.send_offset;
+    if (b.input >= 0) {
+      if (b.category == training_category::activations) return &t.dropped_offset[k];
+      if (b.category == training_category::gradients) return &t.dropped_grad_offset[k];
+      return &(b.first == t.backward ? t.dropped_backward_offset : t.dropped_recomputed_offset)[k];
+    }
+    if (b.category == training_category::activations) return &t.output_offset;
+    if (b.category == training_category::recomputed) return &t.recomputed_offset;
+    return b.tensor < 0 ? &t.grad_offset : &t.weight_grad_offset[static_cast<std::size_t>(b.tensor)];
+  }
+  /// The scratch of node `t`'s step `step` (its forward, backward or recompute step).
+  template <class Node>
+  static constexpr auto& scratch_of(Node& t, int step) noexcept {
+    return step == t.forward ? t.forward_buffers : step == t.backward ? t.backward_buffers : t.recompute_buffers;
+  }
+  /// Where `tile`'s dynamic region starts on IPU \p ipu: after its code and its always-live
+  /// tensors, each aligned to `buffer_alignment`, in the order of `for_each_always_live_tensor`.
+  constexpr std::int64_t dynamic_base(int ipu, int tile) const noexcept {
+    std::int64_t base = aligned(code_on(ipu, tile));
+    for_each_always_live_tensor(ipu, [&](const tensor_mapping& m, std::int64_t bytes, int count, training_category) {
       base += count * aligned(m.elements_on(tile) * bytes);
     });
     return base;
   }
-  /// One past the highest byte of `tile` that any buffer of the plan reaches (its size aligned,
-  /// from its offset); the largest over the tiles is the IPU's `training_memory::peak`.
-  constexpr std::int64_t extent_on(int tile) const noexcept {
-    const std::int64_t base = dynamic_base(tile);
+  /// `dynamic_base(0, tile)`.
+  constexpr std::int64_t dynamic_base(int tile) const noexcept { return dynamic_base(0, tile); }
+  /// One past the highest byte of `tile` on IPU \p ipu that any buffer of the plan reaches (its
+  /// size aligned, from its offset); the largest over the tiles is the IPU's
+  /// `training_memory::peak`.
+  constexpr std::int64_t extent_on(int ipu, int tile) const noexcept {
+    const std::int64_t base = dynamic_base(ipu, tile);
     std::int64_t extent = base;
-    for_each_buffer([&](const training_buffer& b) {
+    for_each_buffer(ipu, [&](const training_buffer& b) {
       const auto [first, second] = placed_at(b);
       const training_bytes bytes = bytes_on(b, tile);
       const std::int64_t main = b.mapping ? bytes[b.category] : bytes.temporaries;
@@ -358,6 +460,8 @@ struct training_plan {
     });
     return extent;
   }
+  /// `extent_on(0, tile)`.
+  constexpr std::int64_t extent_on(int tile) const noexcept { return extent_on(0, tile); }
   /// Elements of node `j`'s dropped-out inputs on the tile holding most of each: what a step of
   /// `j` reads to draw their masks, as the cycle model counts it.
   constexpr std::int64_t dropped_elements_per_tile(int j) const noexcept {
@@ -365,7 +469,7 @@ struct training_plan {
     std::int64_t elements = 0;
     for (int k = 0; k < n.input_count; ++k)
       if (n.dropout[static_cast<std::size_t>(k)].active())
-        elements += inference->plan_of(n.inputs[static_cast<std::size_t>(k)]).output.max_elements_per_tile();
+        elements += mapping_on(ipu_of(j), n.inputs[static_cast<std::size_t>(k)]).max_elements_per_tile();
     return elements;
   }
   /// The bytes of buffer `b` on `tile`, in its category (a step's scratch in `temporaries` and
@@ -381,15 +485,17 @@ struct training_plan {
     }
     return m;
   }
-  /// Bytes of `tile` on IPU 0 while step `step` runs, by category.
-  constexpr training_bytes usage(int tile, int step) const noexcept {
-    training_bytes m = tensors_on(tile);
-    m.code = code_on(tile);
-    for_each_buffer([&](const training_buffer& b) {
+  /// Bytes of `tile` on IPU \p ipu while step `step` runs, by category.
+  constexpr training_bytes usage(int ipu, int tile, int step) const noexcept {
+    training_bytes m = tensors_on(ipu, tile);
+    m.code = code_on(ipu, tile);
+    for_each_buffer(ipu, [&](const training_buffer& b) {
       if (b.first <= step && step <= b.last) m += bytes_on(b, tile);
     });
     return m;
   }
+  /// `usage(0, tile, step)`.
+  constexpr training_bytes usage(int tile, int step) const noexcept { return usage(0, tile, step); }
 
   /// The estimated cycles of step `s`, by the library's cycle model (`detail::cycles_of`): a
   /// forward or recompute step's are the inference plan's of its node; a backward step's its
@@ -441,12 +547,14 @@ struct training_plan {
     return total;
   }
 
-  /// The code every tile of IPU 0 holds: the runtime, each op's codelets for both passes and the
-  /// optimiser's, control per step.
-  constexpr std::int64_t shared_code() const noexcept {
+  /// The code every tile of IPU \p ipu holds: the runtime, the codelets of each op with a step
+  /// there for both passes and the optimiser's, control per step of its nodes.
+  constexpr std::int64_t shared_code(int ipu = 0) const noexcept {
     const fixed_costs& f = inference->opts.fixed;
-    const int codelet_sets = 2 * inference->codelets[0] + 1;
-    return f.runtime_bytes + codelet_sets * f.codelet_bytes + static_cast<std::int64_t>(S) * f.control_bytes;
+    const int codelet_sets = 2 * inference->codelets[static_cast<std::size_t>(ipu)] + 1;
+    std::int64_t steps = 0;
+    for (const plan_step& st : this->steps) steps += ipu_of(st.node) == ipu ? 1 : 0;
+    return f.runtime_bytes + codelet_sets * f.codelet_bytes + steps * f.control_bytes;
   }
   /// How many times a backward step of node `j` holds its forward step's vertices and worklists:
   /// twice for a convolution or dense layer (the input's and the kernel's gradients), once for
@@ -467,16 +575,19 @@ struct training_plan {
   constexpr std::int64_t update_code() const noexcept {
     return inference->opts.fixed.vertex_state_bytes + inference->opts.fixed.exchange_code_bytes;
   }
-  /// The code of `tile` on IPU 0: `shared_code()`, and each step's vertex state, worklists and
-  /// exchange code where the tile works in it.
-  constexpr std::int64_t code_on(int tile) const noexcept {
-    std::int64_t code = shared_code();
+  /// The code of `tile` on IPU \p ipu: `shared_code(ipu)`, and each of its steps' vertex
+  /// state, worklists and exchange code where the tile works in it.
+  constexpr std::int64_t code_on(int ipu, int tile) const noexcept {
+    std::int64_t code = shared_code(ipu);
     for (int j = 0; j < static_cast<int>(N); ++j) {
+      if (ipu_of(j) != ipu) continue;
       code += (1 + backward_code_copies(j)) * inference->step_code_on(j, tile);
       if (node_of(j).update >= 0 && tile < update_tiles(j)) code += update_code();
     }
     return code;
   }
+  /// `code_on(0, tile)`.
+  constexpr std::int64_t code_on(int tile) const noexcept { return code_on(0, tile); }
 };
 
 namespace detail {
@@ -542,46 +653,49 @@ constexpr std::pair<int, int> tiles_of(const linear_mapping& u) noexcept {
   return {u.first_tile, u.first_tile + static_cast<int>(u.parts)};
 }
 
-/// The training plan's memory of IPU 0: always-live bytes per tile, the dynamic buffers and
+/// The training plan's memory of IPU `ipu`: always-live bytes per tile, the dynamic buffers and
 /// their offsets (`pack`), the peak, as `plan_ipu` finds them for inference.
 template <std::size_t N, std::size_t S, int Ipus, int Tiles, std::size_t Dropped>
-consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
+consteval void plan_training_memory(training_plan<N, S, Ipus>& p, int ipu) {
   constexpr std::size_t T = static_cast<std::size_t>(Tiles);
   const plan<N, Ipus>& inf = *p.inference;
-  training_memory& im = p.ipus[0];
+  training_memory& im = p.ipus[static_cast<std::size_t>(ipu)];
   im.capacity = inf.chip.bytes_per_tile;
 
   // Always live: code, a difference array over tiles; the tensors, each distinct mapping and
-  // element size once, `count` tensors of it.
+  // element size once, `count` tensors of it (a pipeline stage's stashes of the micro-batches
+  // in flight among them).
   std::array<std::int64_t, T + 1> code_steps{};
-  std::array<weight_term, 12 * N + 1> distinct{};
+  std::array<weight_term, 14 * N + 1> distinct{};
   int distinct_count = 0;
   const auto code_on_tiles = [&](std::int64_t bytes, int tiles) {
     code_steps[0] += bytes;
     code_steps[static_cast<std::size_t>(std::min(Tiles, tiles))] -= bytes;
   };
   for (int j = 0; j < static_cast<int>(N); ++j) {
+    if (p.ipu_of(j) != ipu) continue;
     code_on_tiles((1 + p.backward_code_copies(j)) * inf.step_code_on(j, 0), inf.plan_of(j).work.tiles());
     if (p.node_of(j).update >= 0) code_on_tiles(p.update_code(), p.update_tiles(j));
   }
-  p.for_each_always_live_tensor([&](const tensor_mapping& m, std::int64_t bytes, int count, training_category c) {
+  p.for_each_always_live_tensor(ipu, [&](const tensor_mapping& m, std::int64_t bytes, int count, training_category c) {
     if (count > 0 && bytes > 0) add_weight_term(distinct, distinct_count, m, bytes, count);
     im.totals[c] += count * m.elements() * bytes;
   });
-  const always_live_region<T> region = lay_out_always_live_region<T>(distinct, distinct_count, code_steps, p.shared_code());
+  const always_live_region<T> region = lay_out_always_live_region<T>(distinct, distinct_count, code_steps, p.shared_code(ipu));
   im.totals.code = region.code_total;
   im.max_always_live = region.max_always;
 
   // The dynamic buffers, in order of their first step (as `pack` wants them). Each is as large
   // as on its fullest tile; a step's scratch holds its temporaries, then its exchange buffers.
-  // An output, it recomputed, its gradient, four tensors' gradients, three steps' scratch; four
-  // buffers per dropped-out input.
-  constexpr std::size_t M = 10 * N + 4 * Dropped;
+  // An output, it recomputed, its gradient, four tensors' gradients, three steps' scratch, a
+  // send buffer; four buffers per dropped-out input; a received copy, its gradient and the
+  // gradient's send buffer.
+  constexpr std::size_t M = 14 * N + 4 * Dropped;
   std::array<training_buffer, M> made{};
   std::array<buffer_request, M> made_requests{};
   int count = 0;
   std::array<std::int64_t, training_category_count * (S + 1)> ipu_wide{};  // bytes by category, difference arrays over steps
-  p.for_each_buffer([&](const training_buffer& b) {
+  p.for_each_buffer(ipu, [&](const training_buffer& b) {
     std::int64_t bytes = 0;
     if (b.mapping) {
       bytes = aligned(b.mapping->max_elements_per_tile() * b.element_bytes);
@@ -610,36 +724,29 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
   const std::array<std::int64_t, M> offset = pack(requests, count);
   for (int k = 0; k < count; ++k) {
     const training_buffer& b = buffers[static_cast<std::size_t>(k)];
-    training_node& t = p.nodes[static_cast<std::size_t>(b.node)];
     const std::int64_t at = offset[static_cast<std::size_t>(k)];
-    const node_plan& np = inf.plan_of(b.node);
-    if (b.input >= 0) {
-      const std::size_t k = static_cast<std::size_t>(b.input);
-      if (b.category == training_category::activations) t.dropped_offset[k] = at;
-      else if (b.category == training_category::gradients) t.dropped_grad_offset[k] = at;
-      else (b.first == t.backward ? t.dropped_backward_offset : t.dropped_recomputed_offset)[k] = at;
-    } else if (b.category == training_category::activations) {
-      t.output_offset = at;
-    } else if (b.category == training_category::recomputed) {
-      t.recomputed_offset = at;
-    } else if (b.category == training_category::gradients) {
-      (b.tensor < 0 ? t.grad_offset : t.weight_grad_offset[static_cast<std::size_t>(b.tensor)]) = at;
-    } else {
-      step_buffers& sb = b.first == t.forward ? t.forward_buffers : b.first == t.backward ? t.backward_buffers : t.recompute_buffers;
-      if (np.transient_max.temporaries > 0) sb.temporaries = at;
-      if (np.transient_max.exchange > 0) sb.exchange = at + aligned(np.transient_max.temporaries);
+    if (b.mapping) {
+      *training_plan<N, S, Ipus>::offset_of(p, b) = at;
+      continue;
     }
+    const node_plan& np = inf.plan_of(b.node);
+    step_buffers& sb = training_plan<N, S, Ipus>::scratch_of(p.nodes[static_cast<std::size_t>(b.node)], b.first);
+    if (np.transient_max.temporaries > 0) sb.temporaries = at;
+    if (np.transient_max.exchange > 0) sb.exchange = at + aligned(np.transient_max.temporaries);
   }
 
-  // IPU-wide totals of the categories that come and go: the largest sum over the steps.
+  // IPU-wide totals of the categories that come and go: the largest sum over the steps (beside
+  // the stashes of the micro-batches in flight, which stay).
   for (training_category c : {training_category::activations, training_category::recomputed, training_category::gradients}) {
-    std::int64_t live = 0;
+    std::int64_t live = 0, most = 0;
     for (std::size_t s = 0; s < S; ++s) {
       live += ipu_wide[static_cast<std::size_t>(c) * (S + 1) + s];
-      im.totals[c] = std::max(im.totals[c], live);
+      most = std::max(most, live);
     }
+    im.totals[c] += most;
   }
   for (int j = 0; j < static_cast<int>(N); ++j) {
+    if (p.ipu_of(j) != ipu) continue;
     const node_plan& np = inf.plan_of(j);
     im.totals.temporaries = std::max(im.totals.temporaries, transient_sum(np.step, np.work.units, true));
     im.totals.exchange = std::max(im.totals.exchange, transient_sum(np.step, np.work.units, false));
@@ -696,20 +803,23 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p) {
       return q.first <= im.peak_step && im.peak_step <= q.last && bytes_on_tile[static_cast<std::size_t>(k)] > 0;
     };
     std::array<std::int64_t, training_category_count> by_category{};
+    by_category[static_cast<std::size_t>(training_category::activations)] = p.tensors_on(ipu, tile).activations;  // micro-batches in flight
+    // A send buffer counts with the steps' scratch, as `temporaries`.
+    const auto counted_as = [](training_category c) { return c == training_category::exchange ? training_category::temporaries : c; };
     for (int k = 0; k < count; ++k)
-      if (live(k)) by_category[static_cast<std::size_t>(buffers[static_cast<std::size_t>(k)].category)] += bytes_on_tile[static_cast<std::size_t>(k)];
+      if (live(k)) by_category[static_cast<std::size_t>(counted_as(buffers[static_cast<std::size_t>(k)].category))] += bytes_on_tile[static_cast<std::size_t>(k)];
     for (training_category c : {training_category::activations, training_category::recomputed, training_category::gradients,
                                 training_category::temporaries})
       if (by_category[static_cast<std::size_t>(c)] > by_category[static_cast<std::size_t>(im.peak_category)]) im.peak_category = c;
     std::int64_t largest = 0;
     for (int k = 0; k < count; ++k)
-      if (live(k) && buffers[static_cast<std::size_t>(k)].category == im.peak_category && bytes_on_tile[static_cast<std::size_t>(k)] > largest) {
+      if (live(k) && counted_as(buffers[static_cast<std::size_t>(k)].category) == im.peak_category && bytes_on_tile[static_cast<std::size_t>(k)] > largest) {
         largest = bytes_on_tile[static_cast<std::size_t>(k)];
         im.peak_node = buffers[static_cast<std::size_t>(k)].node;
       }
   }
-  im.at_peak = im.peak_step >= 0 ? p.usage(im.peak_tile, im.peak_step) : p.tensors_on(im.peak_tile);
-  im.at_peak.code = p.code_on(im.peak_tile);
+  im.at_peak = im.peak_step >= 0 ? p.usage(ipu, im.peak_tile, im.peak_step) : p.tensors_on(ipu, im.peak_tile);
+  im.at_peak.code = p.code_on(ipu, im.peak_tile);
   im.fits = im.peak <= im.capacity;
 }
 
@@ -722,7 +832,7 @@ consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
   for (training_memory& m : p.ipus) m.capacity = inf.chip.bytes_per_tile;
   p.error = inf.error;
   for (int j = 0; p.error.kind == plan_error_kind::none && j < static_cast<int>(N); ++j)
-    if (inf.at(j).ipu != 0) p.error = {plan_error_kind::training_on_one_ipu, j, inf.at(j).ipu, 0};
+    if (inf.at(j).on_host()) p.error = {plan_error_kind::training_on_the_host, j, inf.at(j).ipu, 0};
   if (p.error.kind != plan_error_kind::none) {
     p.fits = false;
     return p;
@@ -763,7 +873,7 @@ consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
     for (const ops::tensor_spec& spec : specs.view())
       t.tensors[static_cast<std::size_t>(t.tensor_count++)] = {map_elements(spec.elements(), size_of(n.type), chip), spec.trainable};
     const bool keep = kept[static_cast<std::size_t>(j)];
-    t.output_last = keep && t.backward >= 0 ? t.backward : inf.held_to(0, j);
+    t.output_last = keep && t.backward >= 0 ? t.backward : inf.held_to(n.ipu, j);
     int last_reader = j + 1 == static_cast<int>(N) ? j : -1;
     for (int k = j + 1; k < static_cast<int>(N); ++k)
       if (inf.at(k).reads(j)) {
@@ -772,7 +882,36 @@ consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
       }
     if (t.backward >= 0) t.grad_first = p.node_of(last_reader >= 0 ? last_reader : j).backward;
   }
-  plan_training_memory<N, S, Ipus, Tiles, Dropped>(p);
+  // The copies: of each output read on another IPU, on that IPU, from the output's forward step
+  // to the last backward step there that reads it; its gradient from the first to the last
+  // backward step there that adds to it.
+  // Every element written, not left to the array's value-initialisation: g++ 12 otherwise
+  // stores some elements the loop below does not touch as zeros, not as their -1 defaults.
+  for (training_copy& c : p.copies) c = training_copy{};
+  for (int k = 0; k < static_cast<int>(N); ++k) {
+    const node& n = inf.at(k);
+    for (int src : n.sources()) {
+      if (inf.at(src).ipu == n.ipu) continue;
+      training_copy& c = p.copies[static_cast<std::size_t>(src) * static_cast<std::size_t>(Ipus) + static_cast<std::size_t>(n.ipu)];
+      const int read_at = p.node_of(k).backward;
+      c.first = p.node_of(src).forward;
+      c.last = std::max(c.last, read_at);
+      if (p.node_of(src).backward < 0) continue;
+      c.grad_first = c.grad_first < 0 ? read_at : std::min(c.grad_first, read_at);
+      c.grad_last = std::max(c.grad_last, read_at);
+    }
+  }
+  // The stash depths: each IPU of a pipeline is a stage.
+  int stages = 1;
+  for (const node& n : *inf.table) stages = std::max(stages, n.ipu + 1);
+  for (int i = 0; i < Ipus; ++i)
+    p.stash_depth[static_cast<std::size_t>(i)] =
+        stages > 1 && i < stages ? pipeline_stash_depth(topts.pipeline, stages, i, topts.gradient_accumulation) : 1;
+  for (int i = 0; i < Ipus; ++i) {
+    bool holds = false;
+    for (const node& n : *inf.table) holds = holds || n.ipu == i;
+    if (holds) plan_training_memory<N, S, Ipus, Tiles, Dropped>(p, i);
+  }
   for (const training_memory& m : p.ipus) p.fits = p.fits && m.fits;
   return p;
 }
@@ -852,10 +991,10 @@ consteval auto step_at_peak() {
   else return diag::during<diag::update_step, Layer>{};
 }
 
-/// Instantiates the training out-of-memory diagnostic for the peak `M` of IPU 0: the category
+/// Instantiates the training out-of-memory diagnostic for the peak `M` of IPU `Ipu`: the category
 /// with the most bytes there and the layer of its largest buffer (`Buffer`), and the step at
 /// the peak (`Phase` of `Step`).
-template <training_memory M, path_string Buffer, step_phase Phase, path_string Step>
+template <int Ipu, training_memory M, path_string Buffer, step_phase Phase, path_string Step>
 consteval auto report_training_out_of_memory() {
   constexpr auto buffer_layer = diag::in_layer<Buffer.length + 1>{Buffer};
   constexpr auto step_layer = diag::in_layer<Step.length + 1>{Step};
@@ -863,14 +1002,15 @@ consteval auto report_training_out_of_memory() {
   using step = decltype(step_at_peak<Phase, step_layer>());
   constexpr training_bytes a = M.at_peak;
   return diag::training_tile_out_of_memory<
-      diag::on_ipu{0}, diag::on_tile{M.peak_tile}, buffer, step, diag::bytes_needed{M.peak}, diag::bytes_available{M.capacity},
+      diag::on_ipu{Ipu}, diag::on_tile{M.peak_tile}, buffer, step, diag::bytes_needed{M.peak}, diag::bytes_available{M.capacity},
       diag::weights{a.weights}, diag::master_weights{a.master_weights}, diag::optimizer_state{a.optimizer_state},
       diag::code{a.code}, diag::stashed_activations{a.activations}, diag::recomputed_activations{a.recomputed},
       diag::gradients{a.gradients},
       diag::temporaries{a.temporaries}, diag::exchange{a.exchange}>::value;
 }
 
-/// The out-of-memory diagnostic of a training plan `P`, if it does not fit (a compile error).
+/// The out-of-memory diagnostic of a training plan `P`, if it does not fit (a compile error): of
+/// the first IPU that does not.
 template <const auto& P>
 consteval auto report_training_fit() {
   if constexpr (P.fits) {
@@ -878,8 +1018,13 @@ consteval auto report_training_fit() {
   } else if constexpr (P.error.kind != plan_error_kind::none) {
     return report_plan_error<P.error, P.error.node >= 0 ? P.at(P.error.node).path : path_string{}>();
   } else {
-    constexpr training_memory m = P.ipus[0];
-    return report_training_out_of_memory<m, m.peak_node >= 0 ? P.at(m.peak_node).path : path_string("always-live"),
+    constexpr int ipu = [] {
+      int i = 0;
+      while (P.ipus[static_cast<std::size_t>(i)].fits) ++i;
+      return i;
+    }();
+    constexpr training_memory m = P.ipus[static_cast<std::size_t>(ipu)];
+    return report_training_out_of_memory<ipu, m, m.peak_node >= 0 ? P.at(m.peak_node).path : path_string("always-live"),
                                          m.peak_step >= 0 ? P.steps[static_cast<std::size_t>(m.peak_step)].phase : step_phase::forward,
                                          m.peak_step >= 0 ? P.at(P.steps[static_cast<std::size_t>(m.peak_step)].node).path : path_string("always-live")>();
   }
@@ -887,6 +1032,7 @@ consteval auto report_training_fit() {
 
 template <Graph G, train_options O, class Target, options Opts>
 struct fit_check<training<G, O>, Target, Opts> {
+  using pipeline_checked = decltype(check_pipeline<G, O>());  // a pipeline's rules first
   using checked = decltype(report_training_fit<plan_info<training<G, O>, Target, Opts>::value>());
   static constexpr bool value = true;
 };

@@ -198,7 +198,7 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
       delta[static_cast<std::size_t>(b.first)] += bytes;
       delta[static_cast<std::size_t>(b.last) + 1] -= bytes;
     });
-    const std::int64_t always = p.tensors_on(t).always_live() + p.code_on(t);
+    const std::int64_t always = p.tensors_on(t).total() + p.code_on(t);  // a pipeline stage's stash too
     std::int64_t live = 0;
     std::array<std::int64_t, training_memory_report_t::phase_count> phase_most{-1, -1, -1, -1};
     std::array<int, training_memory_report_t::phase_count> phase_step{-1, -1, -1, -1};

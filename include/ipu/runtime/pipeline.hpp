@@ -27,6 +27,7 @@
 #include <ipu/runtime/training_pass.hpp>
 #include <ipu/runtime/weights.hpp>
 #include <ipu/train/pipeline.hpp>
+#include <ipu/train/stages.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -68,20 +69,15 @@ class pipeline {
            pipeline_schedule schedule, std::int64_t accumulation, unsigned threads_per_stage)
       : schedule_(schedule), accumulation_(accumulation) {
     const int n = prog.size();
-    std::vector<int> stage_of(static_cast<std::size_t>(n));
-    int stages = 1;
-    for (int j = 0; j < n; ++j) {
-      const int ipu = prog.at(j).ipu;
-      if (ipu < 0)
-        throw execution_error("ipu::trainer: " + std::string(prog.at(j).path.view()) +
-                              " runs on the host; a pipeline's stages are IPUs");
-      if (j > 0 && ipu < stage_of[static_cast<std::size_t>(j - 1)])
-        throw execution_error("ipu::trainer: " + std::string(prog.at(j).path.view()) + " is on IPU " + std::to_string(ipu) +
-                              " after a layer on IPU " + std::to_string(stage_of[static_cast<std::size_t>(j - 1)]) +
-                              "; a pipeline's stages follow the IPUs in order");
-      stage_of[static_cast<std::size_t>(j)] = ipu;
-      stages = std::max(stages, ipu + 1);
-    }
+    const std::span<const node> table(prog.nodes);
+    const int stages = pipeline_stages(table);
+    if (const int j = pipeline_out_of_order(table); j >= 0)
+      throw execution_error("ipu::trainer: " + std::string(prog.at(j).path.view()) +
+                            (prog.at(j).on_host() ? " runs on the host" : " is on an IPU before the previous layer's") +
+                            "; a pipeline's stages are the IPUs, in order");
+    if (const int s = pipeline_empty_stage(table); s >= 0)
+      throw execution_error("ipu::trainer: no layer is placed on IPU " + std::to_string(s) +
+                            "; a pipeline's stages are the IPUs 0 to " + std::to_string(stages - 1) + ", each holding layers");
     if (stages > max_pipeline_stages)
       throw execution_error("ipu::trainer: " + std::to_string(stages) + " pipeline stages; at most " +
                             std::to_string(max_pipeline_stages) + " are supported");
@@ -92,12 +88,10 @@ class pipeline {
     stages_.resize(static_cast<std::size_t>(stages));
     for (int s = 0; s < stages; ++s) {
       stage& st = stages_[static_cast<std::size_t>(s)];
-      const auto first = std::find(stage_of.begin(), stage_of.end(), s);
-      if (first == stage_of.end())
-        throw execution_error("ipu::trainer: no layer is placed on IPU " + std::to_string(s) +
-                              "; a pipeline's stages are the IPUs 0 to " + std::to_string(stages - 1) + ", each holding layers");
-      st.nodes.first = static_cast<int>(first - stage_of.begin());
-      st.nodes.last = static_cast<int>(std::find_if(first, stage_of.end(), [&](int i) { return i != s; }) - stage_of.begin()) - 1;
+      const auto on_stage = [&](const node& x) { return x.ipu == s; };
+      const auto first = std::find_if(table.begin(), table.end(), on_stage);
+      st.nodes.first = static_cast<int>(first - table.begin());
+      st.nodes.last = static_cast<int>(std::find_if_not(first, table.end(), on_stage) - table.begin()) - 1;
       st.threads = std::make_unique<team>(threads_per_stage);
       const int depth = pipeline_stash_depth(schedule, stages, s, accumulation);
       for (int d = 0; d < depth; ++d)

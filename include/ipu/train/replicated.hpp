@@ -70,11 +70,7 @@ class replicated_trainer {
     requires(Opts.loss == loss::softmax_cross_entropy)
   {
     check(input.size(), labels.size(), static_cast<std::size_t>(batch));
-    constexpr std::int64_t classes = node_table_v<G>[node_count_v<G> - 1].out.channels();
-    for (std::size_t i = 0; i < labels.size(); ++i)
-      if (labels[i] < 0 || labels[i] >= classes)
-        throw std::invalid_argument("ipu::replicated_trainer: label " + std::to_string(i) + " is " + std::to_string(labels[i]) +
-                                    "; the graph has " + std::to_string(classes) + " classes");
+    replica_type::check_labels(labels);
     return run([&](replica_type& t, std::size_t r) {
       return t.step(input.subspan(r * sample_values(), sample_values()),
                     labels.subspan(r * static_cast<std::size_t>(replica_batch), static_cast<std::size_t>(replica_batch)));

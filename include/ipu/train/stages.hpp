@@ -12,18 +12,40 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 
 namespace ipu {
 
+/// The pipeline stages of node table `table`: the IPUs up to the last one a node is placed on
+/// (1 for a graph on one IPU).
+constexpr int pipeline_stages(std::span<const node> table) noexcept {
+  int stages = 1;
+  for (const node& n : table) stages = n.ipu + 1 > stages ? n.ipu + 1 : stages;
+  return stages;
+}
+
+/// The first node of `table` a pipeline cannot run where it is: on the host, or on an IPU
+/// before the previous node's (a pipeline's stages follow the IPUs in order); -1 if none.
+constexpr int pipeline_out_of_order(std::span<const node> table) noexcept {
+  for (std::size_t j = 0; j < table.size(); ++j)
+    if (table[j].on_host() || (j > 0 && table[j].ipu < table[j - 1].ipu)) return static_cast<int>(j);
+  return -1;
+}
+
+/// The first IPU below `table`'s last one that holds no node (a stage without layers); -1 if none.
+constexpr int pipeline_empty_stage(std::span<const node> table) noexcept {
+  for (int s = 0; s < pipeline_stages(table); ++s) {
+    bool used = false;
+    for (const node& n : table) used = used || n.ipu == s;
+    if (!used) return s;
+  }
+  return -1;
+}
+
 /// The pipeline stages of graph `G`: the IPUs its layers are placed on (1 for a graph on one IPU).
 template <Graph G>
-inline constexpr int pipeline_stages_v = [] {
-  int stages = 1;
-  for (const node& n : node_table_v<G>)
-    if (n.ipu + 1 > stages) stages = n.ipu + 1;
-  return stages;
-}();
+inline constexpr int pipeline_stages_v = pipeline_stages(node_table_v<G>);
 
 namespace diag {
 struct grouped_schedule {};
@@ -62,26 +84,6 @@ struct too_many_pipeline_stages {
 
 namespace detail {
 
-/// The first node of `G` whose IPU is below the previous node's or the host; -1 if none.
-template <Graph G>
-consteval int pipeline_out_of_order() {
-  const auto& t = node_table_v<G>;
-  for (std::size_t j = 0; j < t.size(); ++j)
-    if (t[j].on_host() || (j > 0 && t[j].ipu < t[j - 1].ipu)) return static_cast<int>(j);
-  return -1;
-}
-
-/// The first IPU below `G`'s last with no node; -1 if none.
-template <Graph G>
-consteval int pipeline_empty_stage() {
-  for (int s = 0; s < pipeline_stages_v<G>; ++s) {
-    bool used = false;
-    for (const node& n : node_table_v<G>) used = used || n.ipu == s;
-    if (!used) return s;
-  }
-  return -1;
-}
-
 /// Checks a pipelined training of `G` with `Opts`: `decltype` of it is a compile error naming
 /// what is wrong, if anything is (`bool` when `G` is on one IPU or the schedule is sequential).
 template <Graph G, train_options Opts>
@@ -89,11 +91,11 @@ consteval auto check_pipeline() {
   constexpr int stages = pipeline_stages_v<G>;
   if constexpr (stages == 1 || Opts.pipeline == pipeline_schedule::sequential) {
     return true;
-  } else if constexpr (constexpr int j = pipeline_out_of_order<G>(); j >= 0) {
+  } else if constexpr (constexpr int j = pipeline_out_of_order(node_table_v<G>); j >= 0) {
     constexpr const node& n = node_table_v<G>[static_cast<std::size_t>(j)];
     return diag::pipeline_stages_out_of_order<diag::in_layer<n.path.length + 1>{n.path}, diag::on_ipu{n.ipu},
                                               diag::previous_ipu{(j > 0 ? node_table_v<G>[static_cast<std::size_t>(j - 1)].ipu : 0)}>{};
-  } else if constexpr (constexpr int s = pipeline_empty_stage<G>(); s >= 0) {
+  } else if constexpr (constexpr int s = pipeline_empty_stage(node_table_v<G>); s >= 0) {
     return diag::pipeline_stage_without_layers<diag::on_ipu{s}, diag::pipeline_stages{stages}>{};
   } else if constexpr (stages > max_pipeline_stages) {
     return diag::too_many_pipeline_stages<diag::pipeline_stages{stages}, diag::pipeline_stages{max_pipeline_stages}>{};

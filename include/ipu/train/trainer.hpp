@@ -167,9 +167,8 @@ class trainer {
           runtime::program::from(plan_v<G, Tgt, PlanOpts>), kernels.per_node(nodes), training.per_node(nodes), layers,
           Opts.pipeline, gradient_accumulation, std::max(1u, team_->size() / static_cast<unsigned>(stages)));
       stage_layers_.resize(static_cast<std::size_t>(stages));
-      for (std::size_t l = 0; l < weights_.size(); ++l)
-        for (int s = 0; s < stages; ++s)
-          if (pipe_->nodes_of(s).contains(weights_[l].node_index())) stage_layers_[static_cast<std::size_t>(s)].push_back(l);
+      for (std::size_t l = 0; l < weights_.size(); ++l)  // stage s is IPU s
+        stage_layers_[static_cast<std::size_t>(table()[static_cast<std::size_t>(weights_[l].node_index())].ipu)].push_back(l);
     } else {
       pass_ = std::make_unique<runtime::training_pass<element_type>>(runtime::program::from(plan_v<G, Tgt, PlanOpts>),
                                                                       kernels.per_node(nodes), training.per_node(nodes),
@@ -214,6 +213,19 @@ class trainer {
     return l;
   }
 
+  /// The classes of softmax cross-entropy training: the channels of the logits.
+  static constexpr std::int64_t classes = node_table_v<G>[node_count_v<G> - 1].out.channels();
+  /// Throws `std::invalid_argument` naming the first label outside `[0, classes)`.
+  static void check_labels(std::span<const std::int32_t> labels)
+    requires(Opts.loss == loss::softmax_cross_entropy)
+  {
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      if (labels[i] < 0 || labels[i] >= classes)
+        throw std::invalid_argument("ipu::trainer: label " + std::to_string(i) + " is " + std::to_string(labels[i]) +
+                                    "; the graph has " + std::to_string(classes) + " classes (0 to " +
+                                    std::to_string(classes - 1) + ")");
+  }
+
   /// The forward and backward passes of softmax cross-entropy on a batch, without an update:
   /// returns the mean loss and leaves the gradients in `gradients()`: the micro-batches'
   /// combined as `train_options::gradient_reduction` says, and with replicas
@@ -225,15 +237,10 @@ class trainer {
     check_input(input);
     const int last = static_cast<int>(node_count_v<G>) - 1;
     const int logits_node = fused_softmax() ? table()[static_cast<std::size_t>(last)].input() : last;
-    const std::int64_t classes = table()[static_cast<std::size_t>(logits_node)].out.channels();
     if (static_cast<std::int64_t>(labels.size()) != batch)
       throw std::invalid_argument("ipu::trainer: " + std::to_string(labels.size()) + " labels for a batch of " +
                                   std::to_string(batch));
-    for (std::size_t i = 0; i < labels.size(); ++i)
-      if (labels[i] < 0 || labels[i] >= classes)
-        throw std::invalid_argument("ipu::trainer: label " + std::to_string(i) + " is " + std::to_string(labels[i]) +
-                                    "; the graph has " + std::to_string(classes) + " classes (0 to " +
-                                    std::to_string(classes - 1) + ")");
+    check_labels(labels);
     logits_.resize(static_cast<std::size_t>(batch * classes));
     return run_window(input, logits_node, micro_batch, [&](runtime::training_pass<element_type>& pass, std::int64_t m) {
       const element_type* z = pass.value(logits_node);

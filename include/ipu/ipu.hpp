@@ -20,6 +20,7 @@
 
 #include <ipu/plan/auto_shard.hpp>
 #include <ipu/plan/liveness.hpp>
+#include <ipu/plan/pipeline_timing.hpp>
 #include <ipu/plan/plan.hpp>
 #include <ipu/plan/training.hpp>
 

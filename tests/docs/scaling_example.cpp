@@ -63,6 +63,12 @@ TEST_CASE("docs/scaling.md: a step accumulates micro-batches, and a pipeline run
   static_assert(pipeline_t::pipelined && pipeline_t::stages == 2 && pipeline_t::batch == 32);
   const std::vector<float> x(pipeline_t::batch * 8 * 8 * 3, 0.25f);
   const std::vector<std::int32_t> y(pipeline_t::batch, 7);
+  // docs/scaling.md, "How fast is a pipeline?"
+  constexpr auto timing = ipu::plan_v<ipu::training<pipelined_net_t, pipelined>, ipu::system<ipu::mk2, 2>>.timing();
+  static_assert(timing.slots == 11 && timing.ramp_up_slots == 1 && timing.steady_slots == 9);
+  double images_per_second = timing.samples_per_second();  // 32 samples per window at the IPUs' clock
+  CHECK(images_per_second == Approx(32.0 * 1.33e9 / static_cast<double>(timing.total())));
+  CHECK(pipeline.profile().str().find("IPU 1  .FXXXXXXXB.") != std::string::npos);
   const float first = pipeline.step(x, y);
   float last = first;
   for (int i = 0; i < 5; ++i) last = pipeline.step(x, y);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -509,4 +510,54 @@ TEST_CASE("a pipeline that fits run sequentially can overfill an IPU with the gr
   CHECK(p.ipus[1].fits);
   CHECK(p.ipus[2].fits);
   CHECK(p.ipus[0].peak_category == ipu::training_category::activations);
+}
+
+TEST_CASE("the cycle model of a window: one IPU runs its steps one after another, a pipeline's stages in the schedule's slots") {
+  using namespace pipelined_plan;
+  // One IPU, one micro-batch: the window is the training step.
+  constexpr auto& one = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>;
+  constexpr ipu::pipeline_timing<1> single = one.timing();
+  STATIC_REQUIRE(single.total() == one.total_cycles());
+  STATIC_REQUIRE(single.ramp_up == 0);
+  STATIC_REQUIRE(single.ramp_down == 0);
+  CHECK(single.samples_per_second() == Approx(2.0 * static_cast<double>(tiny::chip.clock_hz) / static_cast<double>(one.total_cycles())));
+
+  // Three stages, six micro-batches. Each stage's passes from the plan's steps on its IPU.
+  constexpr auto& seq = plan_of<sequential>;
+  std::array<std::int64_t, 3> fwd{}, bwd{}, upd{};
+  for (int s = 0; s < static_cast<int>(seq.step_count); ++s) {
+    const ipu::plan_step& st = seq.steps[static_cast<std::size_t>(s)];
+    const std::size_t i = static_cast<std::size_t>(seq.at(st.node).ipu);
+    (st.phase == ipu::step_phase::forward ? fwd : st.phase == ipu::step_phase::update ? upd : bwd)[i] += seq.cycles(s).total();
+  }
+  const std::int64_t longest_update = *std::max_element(upd.begin(), upd.end());
+  // Sequential: every pass one after another, no slot with every stage busy.
+  constexpr ipu::pipeline_timing<3> in_turn = seq.timing();
+  CHECK(in_turn.total() == 6 * (fwd[0] + bwd[0] + fwd[1] + bwd[1] + fwd[2] + bwd[2]) + longest_update);
+  CHECK(in_turn.slots == 36);
+  CHECK(in_turn.ramp_up_slots == 36);
+  CHECK(in_turn.steady_slots == 0);
+  // Grouped: 11 slots; every stage busy from slot 2 (stage 2's first forward) to slot 8 (its
+  // last backward). Interleaved: 16 slots, every stage busy in slots 4 to 11.
+  constexpr ipu::pipeline_timing<3> grouped_t = plan_of<grouped>.timing();
+  constexpr ipu::pipeline_timing<3> interleaved_t = plan_of<interleaved>.timing();
+  CHECK(std::array{grouped_t.slots, grouped_t.ramp_up_slots, grouped_t.steady_slots, grouped_t.ramp_down_slots} ==
+        std::array<std::int64_t, 4>{11, 2, 7, 2});
+  CHECK(std::array{interleaved_t.slots, interleaved_t.ramp_up_slots, interleaved_t.steady_slots, interleaved_t.ramp_down_slots} ==
+        std::array<std::int64_t, 4>{16, 4, 8, 4});
+  for (const auto* t : {&grouped_t, &interleaved_t}) {
+    CHECK(t->forward == fwd);
+    CHECK(t->backward == bwd);
+    CHECK(t->update_cycles == longest_update);
+    // Overlapping beats taking turns, and cannot beat the busiest stage's own work.
+    CHECK(t->total() < in_turn.total());
+    std::int64_t busiest = 0;
+    for (int s = 0; s < 3; ++s) busiest = std::max(busiest, 6 * (fwd[static_cast<std::size_t>(s)] + bwd[static_cast<std::size_t>(s)]));
+    CHECK(t->total() >= busiest + longest_update);
+    CHECK(t->samples_per_second() > in_turn.samples_per_second());
+  }
+  // Stage 0 of the grouped schedule: forward passes in slots 0-5, backward in 5-10.
+  std::string timeline;
+  for (std::int64_t slot = 0; slot < grouped_t.slots; ++slot) timeline += grouped_t.activity(0, slot);
+  CHECK(timeline == "FFFFFXBBBBB");
 }

@@ -277,6 +277,20 @@ TEST_CASE("A pipelined trainer refuses a wrong batch before any stage runs, and 
   y[5] = 2;
   CHECK(std::isfinite(t.step(x, y)));
   CHECK(t.steps() == 1);
+
+  // Its profile: the plan's window over both IPUs, and each stage's host times.
+  const ipu::training_profile profile = t.profile();
+  const ipu::training_profile::window_timing& w = profile.window();
+  CHECK(w.stages == 2);
+  CHECK(w.micro_batches == 4);
+  CHECK(w.slots == ipu::pipeline_slots(pipeline_schedule::grouped, 2, 4));
+  REQUIRE(w.timelines.size() == 2);
+  CHECK(w.timelines[0] == "FFFXBBB");  // slots 0-6: stage 0 forward in 0-3, backward in 3-6
+  CHECK(w.timelines[1] == ".FXXXB.");  // stage 1: forward in 1-4, backward in 2-5
+  CHECK(profile.steps_measured() == 4);
+  for (const ipu::training_step_profile& sp : profile.steps())
+    if (sp.phase == ipu::step_phase::forward) CHECK(sp.host_seconds > 0);
+  CHECK(profile.str().find("IPU 1") != std::string::npos);
 }
 
 // ---- fit and the estimator over a pipeline ---------------------------------------------------

@@ -68,7 +68,7 @@ TEST_CASE("a trainer's profile lists the training plan's steps with their cycles
     CHECK(after.phase_host_seconds(ph) > 0);
 
   const std::string text = after.str();
-  for (const char* expected : {"training profile: mk2-small, micro-batch 4, host times the mean of 2 steps\n", "  forward ",
+  for (const char* expected : {"training profile: mk2-small, micro-batch 4, host times the mean of 2 micro-batches in 2 steps\n", "  forward ",
                                "  backward ", "  update ", "  recompute ", " samples/s, host ", "most host time:\n"})
     CHECK(text.find(expected) != std::string::npos);
 }

@@ -64,6 +64,7 @@
 ///
 /// A block on the host is a compile error: the host runs no training steps.
 
+#include <ipu/plan/pipeline_timing.hpp>
 #include <ipu/plan/plan.hpp>
 #include <ipu/train/options.hpp>
 #include <ipu/train/stages.hpp>
@@ -545,6 +546,29 @@ struct training_plan {
     std::int64_t total = 0;
     for (const step_cycles& c : phase_cycles()) total += c.total();
     return total;
+  }
+
+  /// The cycle model of a training window, the `gradient_accumulation` micro-batches of an
+  /// update, over the IPUs of the graph (`ipu::pipeline_timing`): each stage's forward,
+  /// backward (with recompute) and update steps as `cycles` estimates them, in the slots of
+  /// `train.pipeline` (the sequential schedule's for a graph on one IPU).
+  constexpr pipeline_timing<Ipus> timing() const noexcept {
+    pipeline_timing<Ipus> t;
+    for (int j = 0; j < static_cast<int>(N); ++j) t.stages = std::max(t.stages, ipu_of(j) + 1);
+    t.schedule = t.stages > 1 ? train.pipeline : pipeline_schedule::sequential;
+    t.micro_batches = train.gradient_accumulation;
+    t.samples = at(0).out.dim[0] * t.micro_batches;
+    t.clock_hz = chip().clock_hz;
+    for (int s = 0; s < static_cast<int>(S); ++s) {
+      const plan_step& st = steps[static_cast<std::size_t>(s)];
+      const std::size_t i = static_cast<std::size_t>(ipu_of(st.node));
+      const std::int64_t c = cycles(s).total();
+      if (st.phase == step_phase::forward) t.forward[i] += c;
+      else if (st.phase == step_phase::update) t.update[i] += c;
+      else t.backward[i] += c;
+    }
+    t.time_slots();
+    return t;
   }
 
   /// The code every tile of IPU \p ipu holds: the runtime, the codelets of each op with a step

@@ -117,6 +117,12 @@ class pipeline {
   node_range nodes_of(int s) const noexcept { return stages_[static_cast<std::size_t>(s)].nodes; }
   /// The passes of stage `s`: one per micro-batch it holds at once.
   int depth_of(int s) const noexcept { return static_cast<int>(stages_[static_cast<std::size_t>(s)].slots.size()); }
+  /// Host seconds of node `j`'s forward steps, summed over its stage's passes.
+  double forward_seconds(int j) const noexcept { return summed(j, &training_pass<T>::forward_seconds); }
+  /// Host seconds of node `j`'s recompute steps, summed over its stage's passes.
+  double recompute_seconds(int j) const noexcept { return summed(j, &training_pass<T>::recompute_seconds); }
+  /// Host seconds of node `j`'s backward steps, summed over its stage's passes.
+  double backward_seconds(int j) const noexcept { return summed(j, &training_pass<T>::backward_seconds); }
 
   /// Runs a window: every stage's passes on its own thread, in the schedule's order, calling
   /// on the stage's thread
@@ -172,6 +178,15 @@ class pipeline {
     std::vector<std::unique_ptr<training_pass<T>>> slots; // one per micro-batch in flight
     std::vector<int> sends;                               // the outputs it sends on, ascending
   };
+
+  /// `seconds(j)` of node `j`, summed over the passes of its stage.
+  double summed(int j, double (training_pass<T>::*seconds)(int) const noexcept) const noexcept {
+    double total = 0;
+    for (const stage& st : stages_)
+      if (st.nodes.contains(j))
+        for (const auto& pass : st.slots) total += ((*pass).*seconds)(j);
+    return total;
+  }
 
   /// Cancels every link: a stage waiting on one, or reaching one, stops.
   void stop() {

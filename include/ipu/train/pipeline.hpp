@@ -85,20 +85,24 @@ constexpr std::int64_t pipeline_slots(pipeline_schedule schedule, int stages, st
   return period * (accumulation - 1) + 2 * stages;
 }
 
+/// The micro-batch whose forward pass (or backward pass, with `backward`) stage `stage` of
+/// `stages` runs in slot `slot` of a window of `accumulation`; -1 for none.
+constexpr std::int64_t pipeline_micro_at(pipeline_schedule schedule, int stages, int stage, std::int64_t accumulation,
+                                         std::int64_t slot, bool backward) noexcept {
+  const std::int64_t period = 2 * stages / pipeline_overlap(schedule, stages);
+  const std::int64_t d = slot - (backward ? 2 * stages - 1 - stage : stage);
+  return d >= 0 && d % period == 0 && d / period < accumulation ? d / period : -1;
+}
+
 /// Calls `f(stage_pass)` for each pass stage `stage` of `stages` runs in a window of
 /// `accumulation` micro-batches, in the order it runs them (see the file comment).
 template <class F>
 constexpr void for_each_stage_pass(pipeline_schedule schedule, int stages, int stage, std::int64_t accumulation, F&& f) {
-  const std::int64_t period = 2 * stages / pipeline_overlap(schedule, stages);
   const std::int64_t slots = pipeline_slots(schedule, stages, accumulation);
-  const auto micro_at = [&](std::int64_t t, std::int64_t offset) -> std::int64_t {
-    const std::int64_t d = t - offset;
-    return d >= 0 && d % period == 0 && d / period < accumulation ? d / period : -1;
-  };
-  for (std::int64_t t = 0; t < slots; ++t) {
-    if (const std::int64_t m = micro_at(t, stage); m >= 0) f(stage_pass{false, m, t});
-    if (const std::int64_t m = micro_at(t, 2 * stages - 1 - stage); m >= 0) f(stage_pass{true, m, t});
-  }
+  for (std::int64_t t = 0; t < slots; ++t)
+    for (const bool backward : {false, true})
+      if (const std::int64_t m = pipeline_micro_at(schedule, stages, stage, accumulation, t, backward); m >= 0)
+        f(stage_pass{backward, m, t});
 }
 
 /// The micro-batches stage `stage` of `stages` holds at once in a window of `accumulation`:

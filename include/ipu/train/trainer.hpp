@@ -338,18 +338,22 @@ class trainer {
 
   /// The training step's steps as the training plan (`ipu::training<G, Opts>` on `Tgt`) orders
   /// them, each with the cycle model's estimate and the mean host time measured here per
-  /// `backward` (forward and backward steps) and per update (see `ipu/train/profile.hpp`).
-  /// Instantiates the training plan, which needs the graph on one IPU.
+  /// micro-batch (forward and backward steps) and per update, and the cycle model of a window
+  /// over the pipeline's stages (see `ipu/train/profile.hpp`).
   training_profile profile() const {
     training_profile p(plan_v<ipu::training<G, Opts>, Tgt, PlanOpts>, Tgt::name);
     p.set_steps_measured(passes_);
     const int last = static_cast<int>(node_count_v<G>) - 1;  // its backward step holds the loss (a fused softmax's too)
+    const auto& runner = [&]() -> const auto& {
+      if constexpr (pipelined) return *pipe_;
+      else return *pass_;
+    }();
     for (int j = 0; j < static_cast<int>(node_count_v<G>); ++j) {
       if (passes_ > 0) {
         const double n = static_cast<double>(passes_);
-        p.set_host_seconds(step_phase::forward, j, pass_->forward_seconds(j) / n);
-        p.set_host_seconds(step_phase::recompute, j, pass_->recompute_seconds(j) / n);
-        p.set_host_seconds(step_phase::backward, j, (pass_->backward_seconds(j) + (j == last ? loss_seconds_ : 0)) / n);
+        p.set_host_seconds(step_phase::forward, j, runner.forward_seconds(j) / n);
+        p.set_host_seconds(step_phase::recompute, j, runner.recompute_seconds(j) / n);
+        p.set_host_seconds(step_phase::backward, j, (runner.backward_seconds(j) + (j == last ? loss_seconds_ : 0)) / n);
       }
       if (steps_ > 0) p.set_host_seconds(step_phase::update, j, update_seconds_[static_cast<std::size_t>(j)] / static_cast<double>(steps_));
     }

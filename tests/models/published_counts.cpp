@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 using std::int64_t;
 namespace m = ipu::models;
@@ -293,4 +295,52 @@ TEST_CASE("ResNeXt-101 stage shapes and block counts", "[models]") {
   STATIC_REQUIRE(ipu::find_node(t, "stage3.block24.add") == -1);
   STATIC_REQUIRE(t[ipu::find_node(t, "stage4.block3.conv2")].layer.groups == 32);
   STATIC_REQUIRE(t[ipu::find_node(t, "stage4.block3.add")].out == ipu::nhwc(4, 7, 7, 2048));
+}
+
+namespace {
+// Whether graphs A and B have the same nodes: paths, ops, shapes and inputs, whatever their IPUs.
+template <class A, class B>
+constexpr bool same_layers = [] {
+  if constexpr (ipu::node_count_v<A> != ipu::node_count_v<B>) {
+    return false;
+  } else {
+    for (std::size_t j = 0; j < ipu::node_count_v<A>; ++j) {
+      const ipu::node& a = ipu::node_table_v<A>[j];
+      const ipu::node& b = ipu::node_table_v<B>[j];
+      if (a.path.view() != b.path.view() || !(a.out == b.out) || !(a.kind == b.kind) || a.input_count != b.input_count)
+        return false;
+    }
+    return true;
+  }
+}();
+
+// The bottleneck blocks (their adds) on each IPU of G.
+template <class G, int Ipus>
+constexpr std::array<int, Ipus> blocks_per_ipu = [] {
+  std::array<int, Ipus> blocks{};
+  for (const ipu::node& n : ipu::node_table_v<G>)
+    if (n.path.view().ends_with(".add")) ++blocks[static_cast<std::size_t>(n.ipu)];
+  return blocks;
+}();
+}  // namespace
+
+TEST_CASE("ResNeXt-101 32x4d as pipeline stages: the zoo's layers and paths, its 33 blocks shared out over the IPUs", "[models]") {
+  using zoo = m::resnext101_32x4d<ipu::f16, 2>;
+  using one = m::resnext101_32x4d_stages<ipu::f16, 2, 1>;
+  using two = m::resnext101_32x4d_stages<ipu::f16, 2, 2>;
+  using four = m::resnext101_32x4d_stages<ipu::f16, 2, 4>;
+  STATIC_REQUIRE(std::is_same_v<zoo, one>);
+  STATIC_REQUIRE(same_layers<zoo, two>);
+  STATIC_REQUIRE(same_layers<zoo, four>);
+  STATIC_REQUIRE(ipu::pipeline_stages_v<two> == 2);
+  STATIC_REQUIRE(ipu::pipeline_stages_v<four> == 4);
+  // IPU 0 also holds the stem; the last IPU stage4's three blocks and the classifier.
+  STATIC_REQUIRE(blocks_per_ipu<two, 2> == std::array{16, 17});
+  STATIC_REQUIRE(blocks_per_ipu<four, 4> == std::array{8, 8, 8, 9});
+  constexpr auto& t = ipu::node_table_v<four>;
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage3.block1.add")].ipu == 0);
+  STATIC_REQUIRE(t[ipu::find_node(t, "stage3.block2.conv1")].ipu == 1);
+  STATIC_REQUIRE(t[ipu::find_node(t, "dense1")].ipu == 3);
+  // The IPUs follow the table in order, as a pipeline needs.
+  STATIC_REQUIRE(ipu::pipeline_out_of_order(t) == -1);
 }

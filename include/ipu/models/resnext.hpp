@@ -44,16 +44,21 @@ inline constexpr auto bottleneck_body =
     padded_as<Padding>(nn::conv<Width, 3, At == stride_at::grouped_conv ? Stride : 1, Groups>) | nn::batch_norm |
     nn::relu | nn::conv<Out, 1> | nn::batch_norm;
 
+/// A stage's first block: a bottleneck with a projection shortcut, strided by `Stride`.
+template <int Planes, int Stride, int Cardinality, int WidthPerGroup, stride_at At, padding_convention Padding>
+inline constexpr auto first_block =
+    nn::residual(bottleneck_body<Planes * WidthPerGroup / 64 * Cardinality, 4 * Planes, Stride, Cardinality, At, Padding>,
+                 nn::conv<4 * Planes, 1, Stride> | nn::batch_norm) |
+    nn::relu;
+
+/// `Blocks` of a stage's other blocks: bottlenecks with an identity shortcut.
+template <int Planes, int Blocks, int Cardinality, int WidthPerGroup, stride_at At, padding_convention Padding>
+inline constexpr auto identity_blocks = nn::repeat<Blocks>(
+    nn::residual(bottleneck_body<Planes * WidthPerGroup / 64 * Cardinality, 4 * Planes, 1, Cardinality, At, Padding>) | nn::relu);
+
 template <int Planes, int Blocks, int Stride, int Cardinality, int WidthPerGroup, stride_at At, padding_convention Padding>
-inline constexpr auto stage = [] {
-  constexpr int width = Planes * WidthPerGroup / 64 * Cardinality;
-  constexpr int out = 4 * Planes;
-  constexpr auto first = nn::residual(bottleneck_body<width, out, Stride, Cardinality, At, Padding>,
-                                      nn::conv<out, 1, Stride> | nn::batch_norm) |
-                         nn::relu;
-  return first |
-         nn::repeat<Blocks - 1>(nn::residual(bottleneck_body<width, out, 1, Cardinality, At, Padding>) | nn::relu);
-}();
+inline constexpr auto stage = first_block<Planes, Stride, Cardinality, WidthPerGroup, At, Padding> |
+                              identity_blocks<Planes, Blocks - 1, Cardinality, WidthPerGroup, At, Padding>;
 
 /// The stem of every ResNet: a 7x7/2 convolution to 64 channels, batch norm, relu and a 3x3/2
 /// max pool.
@@ -76,6 +81,33 @@ inline constexpr auto resnext_graph =
     nn::scope<"stage3">(stage<256, blocks_in_stage<Layers, 2>, 2, Cardinality, WidthPerGroup, At, Padding>) |
     nn::scope<"stage4">(stage<512, blocks_in_stage<Layers, 3>, 2, Cardinality, WidthPerGroup, At, Padding>) |
     nn::global_avg_pool | nn::dense<Classes>;
+
+/// ResNeXt-101 as `resnext_graph` builds it, its blocks over `Stages` pipeline stages (1, 2 or 4
+/// IPUs, `ipu::on<k>`), about as many on each: its 33 bottleneck blocks compute about the same
+/// (a stage halves the image and doubles the channels), so the stem, stage1, stage2 and 9 of
+/// stage3's 23 blocks go on IPU 0 and the rest on IPU 1; over four, 8, 8, 8 and 9 blocks.
+template <class DType, int Batch, int Stages, int Cardinality, int WidthPerGroup, int InChannels, int Classes,
+          int ImageSize, stride_at At, padding_convention Padding>
+inline constexpr auto resnext101_staged_graph = [] {
+  constexpr auto in = input<DType, Batch, ImageSize, ImageSize, InChannels>;
+  constexpr auto front = nn::scope<"stem">(resnet_stem<Padding>) |
+                         nn::scope<"stage1">(stage<64, 3, 1, Cardinality, WidthPerGroup, At, Padding>) |
+                         nn::scope<"stage2">(stage<128, 4, 2, Cardinality, WidthPerGroup, At, Padding>);
+  constexpr auto first3 = first_block<256, 2, Cardinality, WidthPerGroup, At, Padding>;
+  constexpr auto head = nn::scope<"stage4">(stage<512, 3, 2, Cardinality, WidthPerGroup, At, Padding>) |
+                        nn::global_avg_pool | nn::dense<Classes>;
+  constexpr int C = Cardinality, W = WidthPerGroup;
+  if constexpr (Stages == 2) {
+    return in | ipu::on<0>(front | nn::scope<"stage3">(first3 | identity_blocks<256, 8, C, W, At, Padding> |
+                                                      ipu::on<1>(identity_blocks<256, 14, C, W, At, Padding>))) |
+           ipu::on<1>(head);
+  } else {
+    return in | ipu::on<0>(front | nn::scope<"stage3">(first3 | ipu::on<1>(identity_blocks<256, 8, C, W, At, Padding>) |
+                                                      ipu::on<2>(identity_blocks<256, 8, C, W, At, Padding>) |
+                                                      ipu::on<3>(identity_blocks<256, 6, C, W, At, Padding>))) |
+           ipu::on<3>(head);
+  }
+}();
 
 /// A basic block's body: two 3x3 convs, the first strided.
 template <int Out, int Stride, padding_convention Padding>
@@ -147,5 +179,15 @@ using resnext50_32x4d = resnext<DType, Batch, 50, 32, 4, InChannels, 1000, 224, 
 /// ResNeXt-101 32x4d, the network of the TensorFlow inference seed (which uses 4 input channels).
 template <ElementType DType, int Batch, int InChannels = 3, padding_convention Padding = padding_convention::tensorflow>
 using resnext101_32x4d = resnext<DType, Batch, 101, 32, 4, InChannels, 1000, 224, stride_at::grouped_conv, Padding>;
+/// ResNeXt-101 32x4d as pipeline stages over `Stages` IPUs (1, 2 or 4), about as many of its
+/// bottleneck blocks on each (see `detail::resnext101_staged_graph`): the same layers, paths
+/// and weights as `resnext101_32x4d`, placed with `ipu::on<k>`, for pipelined training.
+template <ElementType DType, int Batch, int Stages, int InChannels = 3, int ImageSize = 224,
+          padding_convention Padding = padding_convention::tensorflow>
+  requires(Stages == 1 || Stages == 2 || Stages == 4) && (Batch > 0)
+using resnext101_32x4d_stages = std::conditional_t<
+    Stages == 1, resnext<DType, Batch, 101, 32, 4, InChannels, 1000, ImageSize, stride_at::grouped_conv, Padding>,
+    std::remove_cvref_t<decltype(detail::resnext101_staged_graph<DType, Batch, (Stages == 1 ? 2 : Stages), 32, 4, InChannels, 1000,
+                                                                 ImageSize, stride_at::grouped_conv, Padding>)>>;
 
 }  // namespace ipu::models

@@ -551,9 +551,11 @@ struct training_plan {
   /// The cycle model of a training window, the `gradient_accumulation` micro-batches of an
   /// update, over the IPUs of the graph (`ipu::pipeline_timing`): each stage's forward,
   /// backward (with recompute) and update steps as `cycles` estimates them, in the slots of
-  /// `train.pipeline` (the sequential schedule's for a graph on one IPU).
+  /// `train.pipeline` (the sequential schedule's for a graph on one IPU); an empty window, no
+  /// slots and no cycles, for a plan with an `error`.
   constexpr pipeline_timing<Ipus> timing() const noexcept {
     pipeline_timing<Ipus> t;
+    if (error.kind != plan_error_kind::none) return t;
     for (int j = 0; j < static_cast<int>(N); ++j) t.stages = std::max(t.stages, ipu_of(j) + 1);
     t.schedule = t.stages > 1 ? train.pipeline : pipeline_schedule::sequential;
     t.micro_batches = train.gradient_accumulation;
@@ -576,9 +578,9 @@ struct training_plan {
   constexpr std::int64_t shared_code(int ipu = 0) const noexcept {
     const fixed_costs& f = inference->opts.fixed;
     const int codelet_sets = 2 * inference->codelets[static_cast<std::size_t>(ipu)] + 1;
-    std::int64_t steps = 0;
-    for (const plan_step& st : this->steps) steps += ipu_of(st.node) == ipu ? 1 : 0;
-    return f.runtime_bytes + codelet_sets * f.codelet_bytes + steps * f.control_bytes;
+    std::int64_t own_steps = 0;
+    for (const plan_step& st : steps) own_steps += ipu_of(st.node) == ipu ? 1 : 0;
+    return f.runtime_bytes + codelet_sets * f.codelet_bytes + own_steps * f.control_bytes;
   }
   /// How many times a backward step of node `j` holds its forward step's vertices and worklists:
   /// twice for a convolution or dense layer (the input's and the kernel's gradients), once for

@@ -1,7 +1,8 @@
 // Data-parallel training over processes with MPI: each process is one replica of a small CNN,
 // training on its share of Fashion-MNIST's images (Debian's dataset-fashion-mnist), and the
 // replicas' gradients are summed with MPI_Allreduce once per step (ipu/distributed/mpi.hpp), so
-// every process holds the same weights. Rank 0 then evaluates on the test images.
+// every process holds the same weights. Each then scores its share of the test images, and
+// the scores are summed over the processes.
 //
 //   mpirun -np 2 --oversubscribe <build>/bin/mpi_training [--train-samples N] [--epochs N] ...
 //
@@ -127,18 +128,26 @@ int main(int argc, char** argv) {
         std::cout << "epoch " << epoch + 1 << ": " << steps << " steps, mean loss " << loss / static_cast<double>(steps) << '\n';
     }
 
+    // Inference is data-parallel too: each rank scores its share of the test images with the
+    // same weights, and the sums of the loss and of the right answers are added over the ranks.
+    const std::vector<float> xt = read(s.data, "t10k-images-idx3-ubyte", s.test_samples).to_floats();
+    const ipu::data::idx_array test_labels = read(s.data, "t10k-labels-idx1-ubyte", s.test_samples);
+    const std::span<const std::uint8_t> yt = test_labels.bytes();
+    const std::int64_t first = s.test_samples * rank / size, last = s.test_samples * (rank + 1) / size;
+    ipu::model<net_t, ipu::mk2, opts> scorer(trainer.weights(), {.threads = 1});
+    std::vector<float> scaled(static_cast<std::size_t>((last - first) * sample));
+    for (std::size_t i = 0; i < scaled.size(); ++i) scaled[i] = xt[static_cast<std::size_t>(first * sample) + i] / 255.0f;
+    const std::vector<std::int32_t> labels(yt.begin() + first, yt.begin() + last);
+    const ipu::metrics m = scorer.evaluate(scaled, labels);
+    const auto count = static_cast<double>(last - first);
+    std::vector<double> sums{m.loss * count, m.accuracy * count, count};
+    replicas.sum(std::span<double>(sums));
     if (rank == 0) {
-      const std::vector<float> xt = read(s.data, "t10k-images-idx3-ubyte", s.test_samples).to_floats();
-      const ipu::data::idx_array test_labels = read(s.data, "t10k-labels-idx1-ubyte", s.test_samples);
-      const std::span<const std::uint8_t> yt = test_labels.bytes();
-      ipu::model<net_t, ipu::mk2, opts> scorer(trainer.weights(), {.threads = 1});
-      std::vector<float> scaled(static_cast<std::size_t>(s.test_samples * sample));
-      for (std::size_t i = 0; i < scaled.size(); ++i) scaled[i] = xt[i] / 255.0f;
-      const std::vector<std::int32_t> labels(yt.begin(), yt.begin() + s.test_samples);
-      const ipu::metrics m = scorer.evaluate(scaled, labels);
-      std::cout << "Test accuracy: " << 100 * m.accuracy << "% of " << s.test_samples << " images\n";
-      if (m.accuracy < s.min_accuracy) {
-        std::cerr << "mpi_training: test accuracy " << m.accuracy << " is below --min-accuracy " << s.min_accuracy << '\n';
+      const double accuracy = sums[1] / sums[2];
+      std::cout << "Test accuracy: " << 100 * accuracy << "% of " << s.test_samples << " images (" << size
+                << (size == 1 ? " process" : " processes, each on its share") << "), mean loss " << sums[0] / sums[2] << '\n';
+      if (accuracy < s.min_accuracy) {
+        std::cerr << "mpi_training: test accuracy " << accuracy << " is below --min-accuracy " << s.min_accuracy << '\n';
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
     }

@@ -33,9 +33,11 @@
 #include <ipu/graph/queries.hpp>
 #include <ipu/io/safetensors.hpp>
 #include <ipu/runtime/weights.hpp>
+#include <ipu/train/options.hpp>
 #include <ipu/train/trainer.hpp>
 
 #include <charconv>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -311,10 +313,22 @@ weights<G> import_weights(const std::filesystem::path& path, Names&& names, kern
   return detail::validated(file, std::move(w));
 }
 
+/// A trainer a checkpoint holds: `ipu::trainer`, or `ipu::replicated_trainer` (whose replicas
+/// hold the same weights and state: a checkpoint of one continues them all, or one trainer).
+template <class T>
+concept CheckpointedTrainer = requires(T& t, const weights<typename T::graph_type>& w, const trainer_state& s) {
+  { T::opts } -> std::convertible_to<train_options>;
+  { std::as_const(t).weights() } -> std::convertible_to<const weights<typename T::graph_type>&>;
+  { std::as_const(t).state() } -> std::same_as<trainer_state>;
+  t.restore(w, s);
+};
+
 /// Writes `t`'s weights and state (`trainer::state`) to `path` (see the file comment). Throws
 /// `checkpoint_error`.
-template <Graph G, Target Tgt, train_options Opts, options PlanOpts, execution_mode Mode>
-void save_checkpoint(const std::filesystem::path& path, const trainer<G, Tgt, Opts, PlanOpts, Mode>& t) {
+template <CheckpointedTrainer T>
+void save_checkpoint(const std::filesystem::path& path, const T& t) {
+  using G = typename T::graph_type;
+  constexpr train_options Opts = T::opts;
   const trainer_state s = t.state();
   safetensors::writer out;
   detail::add_weights(out, {t.weights().begin(), t.weights().end()}, network_description<G>(), safetensors::dtype::f32);
@@ -339,8 +353,10 @@ void save_checkpoint(const std::filesystem::path& path, const trainer<G, Tgt, Op
 /// give the bits the trainer that wrote it would have given. Throws `checkpoint_error` if the
 /// file is not a checkpoint of this network, or was written with another optimiser (load its
 /// weights alone with `load_weights` to start anew from them); `t` is then unchanged.
-template <Graph G, Target Tgt, train_options Opts, options PlanOpts, execution_mode Mode>
-void restore_checkpoint(const std::filesystem::path& path, trainer<G, Tgt, Opts, PlanOpts, Mode>& t) {
+template <CheckpointedTrainer T>
+void restore_checkpoint(const std::filesystem::path& path, T& t) {
+  using G = typename T::graph_type;
+  constexpr train_options Opts = T::opts;
   const safetensors::file file = safetensors::file::read(path);
   weights<G> w;
   detail::read_weights(file, {w.begin(), w.end()}, network_description<G>());

@@ -36,11 +36,17 @@
 ///   leaves that step out. `evaluate`
 ///   runs inference (an `ipu::engine`: running statistics, no dropout) with a checkpoint's
 ///   weights on `steps` batches or all of them.
+/// - **Replicas.** On an `ipu::replicated<System, R>` target a step takes
+///   `gradient_accumulation x R` batches, replica `r` the `r`-th `gradient_accumulation` of them
+///   (an `ipu::replicated_trainer`), and `evaluate` runs `R` batches at once
+///   (an `ipu::replicated_engine`).
 
 #include <ipu/checkpoint.hpp>
 #include <ipu/data/pipeline.hpp>
 #include <ipu/model.hpp>
 #include <ipu/runtime/engine.hpp>
+#include <ipu/runtime/replicated_engine.hpp>
+#include <ipu/train/replicated.hpp>
 #include <ipu/train/trainer.hpp>
 
 #include <array>
@@ -53,11 +59,13 @@
 #include <functional>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace ipu {
 
@@ -147,11 +155,11 @@ class estimator {
                 "ipu::estimator: the prefetch depth must be 1 to 255, as TensorFlow's prefetch_depth");
 
  public:
-  using trainer_type = ipu::trainer<G, Tgt, Opts, PlanOpts>;  ///< what trains it
-  using engine_type = ipu::engine<G, Tgt, PlanOpts>;          ///< what `evaluate` runs
+  using trainer_type = trainer_for_t<G, Tgt, Opts, PlanOpts>;  ///< what trains it: a `trainer`, or a `replicated_trainer`
+  using engine_type = engine_for_t<G, Tgt, PlanOpts>;          ///< what `evaluate` runs: an `engine`, or a `replicated_engine`
   using batch_type = labelled_batch<G>;                        ///< what its infeed holds
   static constexpr std::int64_t micro_batch = batch_size_v<G>;  ///< samples per batch of the input: the graph's batch
-  static constexpr std::int64_t batch = trainer_type::batch;     ///< samples per step: `gradient_accumulation` batches of the input
+  static constexpr std::int64_t batch = trainer_type::batch;     ///< samples per step: `gradient_accumulation` x replicas batches of the input
   static constexpr std::int64_t classes = output_tensor_t<G>::size() / micro_batch;  ///< outputs per sample
 
   /// An estimator in `config.model_dir`, starting as the file comment says; `initial` is used
@@ -187,7 +195,7 @@ class estimator {
       prefetcher feeding(in, range);
       // A step takes one batch where it lies, or gathers its micro-batches, one batch each,
       // into `x` and `y`; false when the input ended first (a partial step is not taken).
-      constexpr std::int64_t accumulation = trainer_type::gradient_accumulation;
+      constexpr std::int64_t accumulation = batch / micro_batch;  // batches per step
       constexpr std::int64_t micro_values = input_tensor_t<G>::size();
       std::vector<typename trainer_type::stream_type> x(static_cast<std::size_t>(accumulation > 1 ? micro_values * accumulation : 0));
       std::vector<std::int32_t> y(static_cast<std::size_t>(accumulation > 1 ? batch : 0));
@@ -255,23 +263,37 @@ class estimator {
       r.global_step = detail::metadata_number<std::int64_t>(file, "ipu.steps") +
                       detail::metadata_number<std::int64_t>(file, "ipu.skipped_steps");
     engine_type engine{detail::weights_in<G>(file)};
-    output_tensor_t<G> y;
+    constexpr std::size_t replicas = static_cast<std::size_t>(replicas_v<Tgt>);  // batches run at once
+    std::vector<input_tensor_t<G>> xs(replicas);
+    std::vector<output_tensor_t<G>> ys(replicas);
+    std::vector<decltype(batch_type::labels)> labels(replicas);
     std::vector<float> rows(static_cast<std::size_t>(micro_batch * classes));
     detail::metric_sums sums;
     channel<batch_type, PrefetchDepth> in;
     auto&& range = std::invoke(input_fn);
     prefetcher feeding(in, range);
-    while ((!steps || r.steps < *steps) && in.consume([&](const batch_type& b) {
-      for (std::size_t i = 0; i < b.labels.size(); ++i)
-        if (b.labels[i] < 0 || b.labels[i] >= classes)
-          throw std::invalid_argument("ipu::estimator::evaluate: label " + std::to_string(i) + " of batch " +
-                                      std::to_string(r.steps) + " is " + std::to_string(b.labels[i]) + "; the model has " +
-                                      std::to_string(classes) + " classes");
-      engine.infer(b.inputs, y);
-      for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<float>(y[k]);
-      sums.add(rows, b.labels, micro_batch, classes, detail::probabilities<G>());
-    })) {
-      ++r.steps;
+    for (std::size_t count = replicas; count == replicas;) {
+      count = 0;
+      while (count < replicas && (!steps || r.steps < *steps) && in.consume([&](const batch_type& b) {
+        for (std::size_t i = 0; i < b.labels.size(); ++i)
+          if (b.labels[i] < 0 || b.labels[i] >= classes)
+            throw std::invalid_argument("ipu::estimator::evaluate: label " + std::to_string(i) + " of batch " +
+                                        std::to_string(r.steps) + " is " + std::to_string(b.labels[i]) + "; the model has " +
+                                        std::to_string(classes) + " classes");
+        xs[count] = b.inputs;
+        labels[count] = b.labels;
+      })) {
+        ++count, ++r.steps;
+      }
+      if constexpr (replicas == 1) {
+        if (count == 1) engine.infer(xs[0], ys[0]);
+      } else {
+        engine.infer(std::span<const input_tensor_t<G>>(xs).first(count), std::span<output_tensor_t<G>>(ys).first(count));
+      }
+      for (std::size_t k = 0; k < count; ++k) {
+        for (std::size_t v = 0; v < rows.size(); ++v) rows[v] = static_cast<float>(ys[k][v]);
+        sums.add(rows, labels[k], micro_batch, classes, detail::probabilities<G>());
+      }
     }
     in.cancel();
     feeding.wait();

@@ -33,6 +33,7 @@
 #include <ipu/runtime/feeds.hpp>
 #include <ipu/runtime/io.hpp>
 #include <ipu/runtime/profile.hpp>
+#include <ipu/runtime/replicated_engine.hpp>
 #include <ipu/runtime/weights.hpp>
 
 #include <ipu/train/dropout.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// `ipu::model`: Keras' `fit`, `evaluate` and `predict` over an `ipu::trainer`, for
+/// `ipu::model`: Keras' `fit`, `evaluate` and `predict` over an `ipu::trainer` (or its replicas), for
 /// classifiers trained with softmax cross-entropy (seed 003, section 4.3: `model.fit(dataset,
 /// epochs=...)`, a progress bar and a returned history).
 ///
@@ -19,6 +19,11 @@
 ///   (`drop_remainder=True`). `evaluate` and `predict` run every sample, through an
 ///   `ipu::engine` (inference: batch norms' running statistics, no dropout) with the model's
 ///   weights, padding the last batch.
+/// - **Replicas.** On an `ipu::replicated<System, R>` target the model trains with an
+///   `ipu::replicated_trainer` (a step's `batch` samples are `R` blocks, one per replica; the
+///   gradients summed over them) and runs `evaluate` and `predict` on an
+///   `ipu::replicated_engine`, a batch on every replica at once. A pipelined graph trains
+///   pipelined on each replica, as its `train_options` say.
 /// - **Position.** The epochs of `fit` count from the model's first step: `fit` trains from
 ///   the epoch and step its trainer has reached up to the end of epoch `fit_options::epochs`
 ///   (Keras' `epochs` with `initial_epoch` where the model stands). A model restored from a
@@ -35,7 +40,9 @@
 #include <ipu/data/pipeline.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/runtime/engine.hpp>
+#include <ipu/runtime/replicated_engine.hpp>
 #include <ipu/runtime/weights.hpp>
+#include <ipu/train/replicated.hpp>
 #include <ipu/train/trainer.hpp>
 
 #include <algorithm>
@@ -447,10 +454,11 @@ class model {
                 "ipu::model trains classifiers: its train_options need loss::softmax_cross_entropy");
 
  public:
-  using trainer_type = ipu::trainer<G, Tgt, Opts, PlanOpts>;  ///< what trains it
-  using engine_type = ipu::engine<G, Tgt, PlanOpts>;          ///< what `evaluate` and `predict` run
+  using trainer_type = trainer_for_t<G, Tgt, Opts, PlanOpts>;  ///< what trains it: a `trainer`, or a `replicated_trainer`
+  using engine_type = engine_for_t<G, Tgt, PlanOpts>;          ///< what `evaluate` and `predict` run: an `engine` or a `replicated_engine`
   using stream_type = typename trainer_type::stream_type;  ///< what its input carries
-  static constexpr std::int64_t batch = trainer_type::batch;  ///< samples per step: micro-batches times accumulation
+  static constexpr int replicas = replicas_v<Tgt>;  ///< replicas of the model, each on its share of every step's samples
+  static constexpr std::int64_t batch = trainer_type::batch;  ///< samples per step: micro-batch x accumulation x replicas
   static constexpr std::int64_t micro_batch = trainer_type::micro_batch;  ///< samples per pass: the graph's batch
   /// Values per sample of the input.
   static constexpr std::int64_t sample_size = input_tensor_t<G>::size() / micro_batch;
@@ -540,14 +548,17 @@ class model {
                                   std::to_string(sample_size));
     const auto n = static_cast<std::int64_t>(x.size()) / sample_size;
     engine_type e{trainer_.weights()};
-    std::vector<stream_type> xb(static_cast<std::size_t>(micro_batch * sample_size));
-    std::vector<element_type_t<G>> yb(static_cast<std::size_t>(micro_batch * classes));
+    constexpr std::int64_t per_call = micro_batch * replicas;  // a batch on every replica
+    std::vector<stream_type> xb(static_cast<std::size_t>(per_call * sample_size));
+    std::vector<element_type_t<G>> yb(static_cast<std::size_t>(per_call * classes));
     std::vector<float> out(static_cast<std::size_t>(n * classes));
-    for (std::int64_t first = 0; first < n; first += micro_batch) {
-      const std::int64_t count = std::min(micro_batch, n - first);
+    for (std::int64_t first = 0; first < n; first += per_call) {
+      const std::int64_t count = std::min(per_call, n - first);
       std::fill(xb.begin(), xb.end(), stream_type{});
       std::copy_n(x.begin() + first * sample_size, count * sample_size, xb.begin());
-      e.infer(xb, yb);
+      const auto batches = static_cast<std::size_t>((count + micro_batch - 1) / micro_batch);  // replicas with samples
+      e.infer(std::span<const stream_type>(xb).first(batches * static_cast<std::size_t>(micro_batch * sample_size)),
+              std::span<element_type_t<G>>(yb).first(batches * static_cast<std::size_t>(micro_batch * classes)));
       for (std::int64_t k = 0; k < count * classes; ++k)
         out[static_cast<std::size_t>(first * classes + k)] = static_cast<float>(yb[static_cast<std::size_t>(k)]);
     }

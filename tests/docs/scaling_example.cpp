@@ -88,4 +88,45 @@ TEST_CASE("docs/scaling.md: a step accumulates micro-batches, and a pipeline run
   CHECK(replicated.step(both, both_labels) < before);
 }
 
+TEST_CASE("docs/scaling.md: an engine pipelines its batches over the IPUs, and replicas run batches at once") {
+  const auto weights = ipu::weights<pipelined_net_t>::random(4);
+  ipu::engine<pipelined_net_t, ipu::system<ipu::mk2, 2>> unpipelined{weights, {.threads = 1}};
+  const auto batch_of = [](int i) {  // a constant image per batch
+    ipu::input_tensor_t<pipelined_net_t> x;
+    for (auto& v : x) v = 0.01f * static_cast<float>(i);
+    return x;
+  };
+  {
+    // [pipelined inference]
+    ipu::engine<pipelined_net_t, ipu::system<ipu::mk2, 2>> engine{weights, {.threads = 2, .pipelined = true}};
+    ipu::infeed<pipelined_net_t, 4> in;
+    ipu::outfeed<pipelined_net_t> out;
+    // [pipelined inference]
+    for (int i = 0; i < 4; ++i) in.push(batch_of(i));
+    in.close();
+    // [pipelined run]
+    ipu::run_stats stats = engine.run(in, out, 100);  // IPU 0 runs batch i + 1 while IPU 1 runs batch i
+    // [pipelined run]
+    CHECK(stats.iterations == 4);
+    const auto ys = out.drain();
+    for (int i = 0; i < 4; ++i) CHECK(ys[static_cast<std::size_t>(i)] == unpipelined.infer(batch_of(i)));
+  }
+  // [replicated inference]
+  ipu::replicated_engine<pipelined_net_t, replicated_target> replicas{weights, {.pipelined = true}};
+  ipu::infeed<pipelined_net_t, 8> in;
+  ipu::outfeed<pipelined_net_t> out;
+  // [replicated inference]
+  for (int i = 0; i < 6; ++i) in.push(batch_of(i));
+  in.close();
+  // [replicated run]
+  ipu::run_stats stats = replicas.run(in, out, 10);  // every iteration a batch on each replica
+  std::cout << replicas.batches(10).to_string() << '\n';
+  // micro-batch 4 x gradient accumulation 1 x replicas 2 = 8 samples per step, x 10 device iterations = 80 samples per call
+  // [replicated run]
+  CHECK(stats.iterations == 6);  // batches: the infeed ended within the fourth iteration
+  CHECK(replicas.batches(10).per_call() == 80);
+  const auto ys = out.drain();
+  for (int i = 0; i < 6; ++i) CHECK(ys[static_cast<std::size_t>(i)] == unpipelined.infer(batch_of(i)));
+}
+
 }  // namespace scaling_doc

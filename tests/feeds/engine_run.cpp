@@ -127,17 +127,7 @@ TEST_CASE("run: a producer's exception reaches the caller after the batches befo
   pool_engine engine{ipu::weights<pool_t>{}};
   ipu::infeed<pool_t, 4> in;
   ipu::outfeed<pool_t> out;
-  std::jthread producer([&] {
-    try {
-      for (std::int64_t i = 0; i < 100; ++i) {
-        if (i == 7) throw stream_failure("the dataset's file 7 is corrupt");
-        in.push(batch(i));
-      }
-      in.close();
-    } catch (...) {
-      in.abort(std::current_exception());
-    }
-  });
+  std::jthread producer([&] { ipu_test::pool::push_until_failure(in, 7); });
   CHECK_THROWS_MATCHES(engine.run(in, out, 100), stream_failure, Catch::Message("the dataset's file 7 is corrupt"));
   const std::vector<pool_out> ys = out.drain();
   CHECK(ys.size() == 7);

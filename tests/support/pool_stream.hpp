@@ -8,7 +8,9 @@
 #include <ipu/ipu.hpp>
 
 #include <cstdint>
+#include <exception>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ipu_test::pool {
@@ -56,5 +58,19 @@ inline bool in_order(const std::vector<out_t>& ys, std::int64_t first = 0) {
 struct stream_failure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// Pushes batches 0, 1, ... into `in` until batch `at`, whose reading fails: aborts `in` with
+/// a `stream_failure`, "the dataset's file <at> is corrupt", as `ipu::feed` does.
+template <class Infeed>
+void push_until_failure(Infeed& in, std::int64_t at) {
+  try {
+    for (std::int64_t i = 0;; ++i) {
+      if (i == at) throw stream_failure("the dataset's file " + std::to_string(at) + " is corrupt");
+      in.push(batch(i));
+    }
+  } catch (...) {
+    in.abort(std::current_exception());
+  }
+}
 
 }  // namespace ipu_test::pool

@@ -21,6 +21,7 @@
 #include <ipu/ops/kernels.hpp>
 #include <ipu/runtime/executor.hpp>
 #include <ipu/runtime/feeds.hpp>
+#include <ipu/runtime/inference_pipeline.hpp>
 #include <ipu/runtime/io.hpp>
 #include <ipu/runtime/profile.hpp>
 #include <ipu/runtime/program.hpp>
@@ -29,6 +30,7 @@
 #include <ipu/target/chip.hpp>
 #include <ipu/target/options.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -38,6 +40,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -107,6 +110,15 @@ struct engine_config {
   /// in fast mode turns fusion off, so that a value a later step would hide (ReLU and max
   /// pooling drop a NaN) is seen where it is made; the outputs' bits are unchanged.
   bool check_finite = false;
+  /// For a graph placed over several IPUs (`ipu::on<k>`), in fast mode: `run` pipelines its
+  /// batches over the IPUs, as TensorFlow's inference pipelines do. Each IPU's layers are a
+  /// stage with an equal share of `threads` of its own, and the stages run at once, a batch
+  /// each: while IPU 1 runs batch `i`, IPU 0 runs batch `i + 1`. Inference has only forward
+  /// passes, so TensorFlow's grouped and interleaved schedules are the same here. `infer`
+  /// passes its batch through the stages in turn. The outputs have the bits of the
+  /// unpipelined run. Throws `std::invalid_argument` in faithful mode, and `execution_error`
+  /// for a graph with `ipu::on_host` layers; a graph on one IPU runs as without it.
+  bool pipelined = false;
 };
 
 /// Runs graph `G` as its plan on `Tgt` with `Opts` lays it out (see the file comment): one
@@ -135,7 +147,7 @@ class engine {
   /// if any value is not finite before or after that.
   explicit engine(const weights<G>& w, engine_config config = {})
       : executor_(runtime::program::from(plan()), parameters(w), kernels(), config.mode, config.threads,
-                  config.check_finite),
+                  config.check_finite, config.pipelined),
         profile_(executor_.prog(), batch_size_v<G>, Tgt::name, name_of(config.mode).data()) {}
 
   /// The plan the engine runs: `ipu::plan_v<G, Tgt, Opts>`.
@@ -171,6 +183,12 @@ class engine {
   ///   is rethrown here.
   /// The run holds both channels (`attach`): destroying either meanwhile wakes the run, which
   /// throws `channel_error` after aborting the outfeed or cancelling the infeed, whichever stays.
+  ///
+  /// Pipelined (`engine_config::pipelined`), the IPUs' stages run at once, each on a batch of
+  /// its own: `compute_seconds` is the busiest stage's, `simulated_seconds` the cycle model's
+  /// for the batches through the pipeline (the first through every IPU, then one per busiest
+  /// IPU's time), and a batch that fails in a later stage has left the infeed, as have those
+  /// in flight with it, which are lost.
   template <int Depth, outfeed_mode Mode>
   run_stats run(infeed<G, Depth>& in, outfeed<G, Mode>& out, std::int64_t iterations) {
     if (iterations < 0)
@@ -183,6 +201,15 @@ class engine {
     const channel_use in_use = in.attach(), out_use = out.attach();
     const std::stop_token out_destroyed = out_use.destruction_token();  // ends a wait on the infeed
     const auto start = clock::now();
+    if (auto* pipe = executor_.pipeline()) {
+      stream(*pipe, in, out, iterations, stats, out_destroyed);
+      stats.seconds = seconds_since(start);
+      if (stats.iterations > 0)  // the first batch through every stage, then one per busiest stage's time
+        stats.simulated_seconds = profile_.simulated_seconds_per_batch() +
+                                  static_cast<double>(stats.iterations - 1) * static_cast<double>(batch_size_v<G>) /
+                                      profile_.pipelined_images_per_second();
+      return stats;
+    }
     bool in_engine = false;
     try {
       while (stats.iterations < iterations) {
@@ -246,6 +273,60 @@ class engine {
     const std::lock_guard one_batch_at_a_time(*batch_);
     executor_.run(x, y, seconds_);
     profile_.record_batch(seconds_);
+  }
+
+  /// `run` over the stages of a pipeline (`engine_config::pipelined`): stage 0 takes the
+  /// batches from the infeed, the last writes the results into the outfeed, as `run` says.
+  template <int Depth, outfeed_mode Mode>
+  void stream(runtime::inference_pipeline<element_type, partial_type>& pipe, infeed<G, Depth>& in, outfeed<G, Mode>& out,
+              std::int64_t iterations, run_stats& stats, const std::stop_token& out_destroyed) {
+    using clock = std::chrono::steady_clock;
+    const std::lock_guard one_run_at_a_time(*batch_);
+    std::int64_t taken = 0;
+    bool read = true, in_stage = false, from_infeed = false, refused = false;
+    try {
+      pipe.stream(
+          [&](auto&& run_first, const std::stop_token& stop) {
+            if (taken == iterations) return false;
+            const auto waiting = clock::now();
+            try {
+              read = in.consume([&](const input_type& x) {
+                stats.infeed_wait_seconds += runtime::seconds_since(waiting);
+                if (x.data() == nullptr) {
+                  refused = true;
+                  throw std::invalid_argument("ipu::engine: the input tensor has no storage (was it moved from?)");
+                }
+                in_stage = true;
+                run_first(x.data());
+                in_stage = false;
+              }, stop);
+            } catch (...) {
+              from_infeed = !in_stage;
+              throw;
+            }
+            taken += read ? 1 : 0;
+            return read;
+          },
+          [&](auto&& write) {
+            out.emplace([&](output_type& y) { profile_.record_batch(write(y.data())); });
+            ++stats.iterations;
+          },
+          out_destroyed);
+    } catch (...) {
+      if (!from_infeed || refused) in.cancel();  // a batch failed in the engine: release the producer
+      if (!out_destroyed.stop_requested()) out.abort(std::current_exception());
+      throw;
+    }
+    for (int s = 0; s < pipe.stages(); ++s) stats.compute_seconds = std::max(stats.compute_seconds, pipe.busy_seconds(s));
+    if (out_destroyed.stop_requested()) {
+      in.cancel();
+      throw channel_error(detail::channel_core::destroyed_message);
+    }
+    if (!read) {
+      stats.cancelled = in.cancelled();
+      stats.end_of_stream = !stats.cancelled;
+      if (stats.end_of_stream) out.close();
+    }
   }
 
   /// The kernels of the graph's ops (`Op::kernel`, from `ipu/ops/kernels.hpp` or the user's

@@ -1,11 +1,19 @@
 #pragma once
 /// \file
-/// What the executors share: the execution modes, the error they report and the weights they
+/// What the executors share: the execution modes, the errors they report and the weights they
 /// are built from.
 
+#include <ipu/graph/node.hpp>
+#include <ipu/ops/op.hpp>
+
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +62,35 @@ namespace runtime {
 /// The weights an executor is built from: `params[j]` holds node `j`'s tensors in f32, in the
 /// order of its op's `device_tensors` (batch norm's folded into scale and shift).
 using parameter_set = std::vector<std::vector<std::vector<float>>>;
+
+/// Throws `non_finite_error` if `values`, the output of node `n` (step `j`) in logical order,
+/// just computed, hold a NaN or an infinity: the message names the step, its layer and op, the
+/// first such element and its coordinates, and its value (`engine_config::check_finite`).
+template <class T>
+void check_finite_output(const node& n, int j, std::span<const T> values) {
+  const auto bad = std::find_if(values.begin(), values.end(), [](T v) { return !std::isfinite(static_cast<float>(v)); });
+  if (bad == values.end()) return;
+  const std::int64_t index = bad - values.begin();
+  std::string at;
+  std::int64_t r = index;
+  std::array<std::int64_t, 4> coordinate{};
+  for (int d = n.out.rank - 1; d >= 0; --d) {
+    coordinate[static_cast<std::size_t>(d)] = r % n.out.dim[static_cast<std::size_t>(d)];
+    r /= n.out.dim[static_cast<std::size_t>(d)];
+  }
+  for (int d = 0; d < n.out.rank; ++d) at += (d ? ", " : "") + std::to_string(coordinate[static_cast<std::size_t>(d)]);
+  std::string shape = "[";
+  for (int d = 0; d < n.out.rank; ++d) shape += (d ? ", " : "") + std::to_string(n.out.dim[static_cast<std::size_t>(d)]);
+  shape += "]";
+  const double value = static_cast<double>(static_cast<float>(*bad));
+  throw non_finite_error("ipu::engine: step " + std::to_string(j) + " (" + std::string(n.path.view()) + ", " +
+                             std::string(name_of(n.kind)) + (n.on_host() ? ", on the host" : "") +
+                             ") produced a non-finite value: element " + std::to_string(index) + " [" + at +
+                             "] of its output " + shape + " is " +
+                             (std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+                             "; every earlier step's output was finite",
+                         j, index, value);
+}
 
 /// Seconds since `start` on the steady clock: the host time of a step.
 inline double seconds_since(std::chrono::steady_clock::time_point start) noexcept {

@@ -15,14 +15,13 @@
 #include <ipu/runtime/execution.hpp>
 #include <ipu/runtime/faithful_executor.hpp>
 #include <ipu/runtime/fast_executor.hpp>
+#include <ipu/runtime/inference_pipeline.hpp>
 #include <ipu/runtime/kernel_set.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/team.hpp>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,19 +48,27 @@ class executor {
   /// faithful mode, allocates `bytes_per_tile` for every tile of every IPU and places code and
   /// weights; throws `execution_error` if a tile has no room for them. With `check_finite`,
   /// `run` checks every step's output (see `run`), and fast mode fuses nothing, so that every
-  /// step has an output of its own.
+  /// step has an output of its own. `pipelined` in fast mode, for a program over several IPUs:
+  /// an `inference_pipeline` of its stages sharing the `threads`, instead of one executor of
+  /// all the steps; throws `execution_error` if the program cannot
+  /// be pipelined, `std::invalid_argument` in faithful mode.
   executor(program prog, const parameter_set& params, const kernel_set<T, Acc>& kernels, execution_mode mode,
-           unsigned threads, bool check_finite = false)
-      : prog_(std::make_unique<program>(std::move(prog))), mode_(mode), team_(std::make_unique<team>(threads)),
-        check_finite_(check_finite) {
+           unsigned threads, bool check_finite = false, bool pipelined = false)
+      : prog_(std::make_unique<program>(std::move(prog))), mode_(mode),
+        team_(std::make_unique<team>(pipelined && prog_->ipus > 1 ? 1 : threads)), check_finite_(check_finite) {
     if (check_finite_)
       for (int j = 0; j < prog_->size(); ++j) {
         node_plan& p = prog_->plans[static_cast<std::size_t>(j)];
         p.fused_into = -1;
         p.fused_end = j;
       }
+    if (pipelined && mode_ == execution_mode::faithful)
+      throw std::invalid_argument("ipu::engine: a pipelined engine runs in fast mode; the faithful mode runs one batch at a time");
     if (mode_ == execution_mode::faithful) {
       faithful_ = std::make_unique<faithful_executor<T, Acc>>(*prog_, params, kernels.per_node(prog_->nodes), *team_);
+    } else if (pipelined && prog_->ipus > 1) {
+      pipeline_ = std::make_unique<inference_pipeline<T, Acc>>(*prog_, params, kernels.per_node(prog_->nodes), threads,
+                                                               check_finite_);
     } else {
       fast_ = std::make_unique<fast_executor<T, Acc>>(*prog_, params, kernels.per_node(prog_->nodes), *team_);
     }
@@ -71,8 +78,12 @@ class executor {
   execution_mode mode() const noexcept { return mode_; }
   /// Whether `run` checks that every step's output is finite.
   bool checks_finite() const noexcept { return check_finite_; }
-  /// The host threads of its team, the calling thread included.
-  unsigned threads() const noexcept { return team_->size(); }
+  /// The host threads it runs on, the calling thread included (a pipeline's: every stage's).
+  unsigned threads() const noexcept {
+    return pipeline_ ? pipeline_->threads_per_stage() * static_cast<unsigned>(pipeline_->stages()) : team_->size();
+  }
+  /// The pipeline of its stages, if it runs one (else null).
+  inference_pipeline<T, Acc>* pipeline() noexcept { return pipeline_.get(); }
   /// The program it runs.
   const program& prog() const noexcept { return *prog_; }
 
@@ -83,7 +94,9 @@ class executor {
   /// a NaN or an infinity (the input step's included).
   void run(const void* input, T* output, std::vector<double>& step_seconds) {
     step_seconds.assign(static_cast<std::size_t>(prog_->size()), 0.0);
-    if (faithful_) {
+    if (pipeline_) {
+      pipeline_->run(input, output, step_seconds);
+    } else if (faithful_) {
       run_steps(*faithful_, input, output, step_seconds);
     } else {
       run_steps(*fast_, input, output, step_seconds);
@@ -131,35 +144,8 @@ class executor {
   /// Throws `non_finite_error` if node `j`'s output, just computed, holds a NaN or an infinity.
   template <class Mode>
   void check_output(Mode& m, int j) {
-    const node& n = prog_->at(j);
     m.output_of(j, checked_);
-    const auto bad = std::find_if(checked_.begin(), checked_.end(), [](T v) { return !std::isfinite(static_cast<float>(v)); });
-    if (bad == checked_.end()) return;
-    const std::int64_t index = bad - checked_.begin();
-    std::string at;
-    std::int64_t r = index;
-    std::array<std::int64_t, 4> coordinate{};
-    for (int d = n.out.rank - 1; d >= 0; --d) {
-      coordinate[static_cast<std::size_t>(d)] = r % n.out.dim[static_cast<std::size_t>(d)];
-      r /= n.out.dim[static_cast<std::size_t>(d)];
-    }
-    for (int d = 0; d < n.out.rank; ++d) at += (d ? ", " : "") + std::to_string(coordinate[static_cast<std::size_t>(d)]);
-    const double value = static_cast<double>(static_cast<float>(*bad));
-    throw non_finite_error("ipu::engine: step " + std::to_string(j) + " (" + std::string(n.path.view()) + ", " +
-                               std::string(name_of(n.kind)) + (n.on_host() ? ", on the host" : "") +
-                               ") produced a non-finite value: element " + std::to_string(index) + " [" + at +
-                               "] of its output " + to_string(n.out) + " is " + describe(value) +
-                               "; every earlier step's output was finite",
-                           j, index, value);
-  }
-
-  /// `nan`, `inf` or `-inf`.
-  static std::string describe(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
-  /// `[2, 8, 8, 16]`.
-  static std::string to_string(const shape& s) {
-    std::string r = "[";
-    for (int d = 0; d < s.rank; ++d) r += (d ? ", " : "") + std::to_string(s.dim[static_cast<std::size_t>(d)]);
-    return r + "]";
+    check_finite_output(prog_->at(j), j, std::span<const T>(checked_));
   }
 
   // Held by pointer: the modes refer to the program and the team, and an executor (and an
@@ -169,6 +155,7 @@ class executor {
   std::unique_ptr<team> team_;
   std::unique_ptr<fast_executor<T, Acc>> fast_;
   std::unique_ptr<faithful_executor<T, Acc>> faithful_;
+  std::unique_ptr<inference_pipeline<T, Acc>> pipeline_;
   bool check_finite_ = false;
   std::vector<T> checked_;  // the output being checked, in logical order
 };

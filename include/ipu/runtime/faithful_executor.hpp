@@ -137,7 +137,7 @@ class faithful_executor {
                     team& threads)
       : prog_(prog), team_(threads), kernels_(std::move(kernels)), tiles_(prog.chip.tiles) {
     if (std::any_of(prog.nodes.begin(), prog.nodes.end(), [](const node& n) { return n.on_host(); }))
-      host_ = std::make_unique<fast_executor<T, Acc>>(prog, params, kernels_, threads, true);
+      host_ = std::make_unique<fast_executor<T, Acc>>(prog, params, kernels_, threads, step_selection{.host_only = true});
     std::vector<std::vector<std::vector<T>>> device(params.size());
     for (std::size_t j = 0; j < params.size(); ++j)
       for (const auto& t : params[j]) {

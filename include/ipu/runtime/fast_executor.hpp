@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -84,6 +85,16 @@ class fast_context : public step_context<T, Acc> {
   fast_executor<T, Acc>& e_;
 };
 
+/// The steps a `fast_executor` runs: by default all of them; the faithful mode's the steps of
+/// `ipu::on_host` blocks (`host_only`); a pipeline stage's the nodes `first` to `last`.
+struct step_selection {
+  bool host_only = false;                        ///< only the steps of `on_host` blocks
+  int first = 0;                                 ///< the first node whose step runs
+  int last = std::numeric_limits<int>::max();    ///< the last node whose step runs
+  /// Whether node `n`, the `j`-th, is selected.
+  constexpr bool contains(const node& n, int j) const noexcept { return (!host_only || n.on_host()) && first <= j && j <= last; }
+};
+
 /// Runs a `program`'s steps over host tensors (see the file comment).
 /// \tparam T   storage element type, `f32` or `f16`
 /// \tparam Acc partials type: with `f32`, convolutions run `kernels::packed_conv` with the
@@ -92,14 +103,14 @@ template <ElementType T, class Acc>
 class fast_executor {
  public:
   /// Lays out `params` (one entry per node) for `prog`, run on `threads` by `kernels` (one
-  /// per node); `prog` and `threads` must outlive the executor. With `host_steps_only`, only
-  /// for the steps of `ipu::on_host` blocks: the faithful mode runs those with it, and gives
-  /// it what they read (`tensor`). With `keep_outputs`, every output keeps its own buffer to
-  /// the end of the batch, as training's backward pass reads them (`training_pass`).
+  /// per node); `prog` and `threads` must outlive the executor. With a `selection` of some
+  /// steps, only for those, with buffers for their outputs and what they read, which the
+  /// caller gives them (`tensor`): the faithful mode runs the steps of `ipu::on_host` blocks
+  /// with it, and a pipeline runs a stage's. With `keep_outputs`, every output keeps its own
+  /// buffer to the end of the batch, as training's backward pass reads them (`training_pass`).
   fast_executor(const program& prog, const parameter_set& params, std::vector<op_kernel<T, Acc>> kernels, team& threads,
-                bool host_steps_only = false, bool keep_outputs = false)
-      : prog_(prog), team_(threads), kernels_(std::move(kernels)), host_steps_only_(host_steps_only),
-        keep_outputs_(keep_outputs) {
+                step_selection selection = {}, bool keep_outputs = false)
+      : prog_(prog), team_(threads), kernels_(std::move(kernels)), selection_(selection), keep_outputs_(keep_outputs) {
     prepare_parameters(params);
     prepare_host_buffers();
   }
@@ -146,8 +157,8 @@ class fast_executor {
     out.assign(y.begin(), y.begin() + prog_.at(j).out.elements());
   }
 
-  /// The host tensor of node `j`'s output, in logical order: one a step writes, or, with
-  /// `host_steps_only`, one an `on_host` step reads.
+  /// The host tensor of node `j`'s output, in logical order: one a selected step writes or
+  /// reads.
   T* tensor(int j) { return host_of(j).data(); }
 
  private:
@@ -159,7 +170,7 @@ class fast_executor {
   }
 
   /// Whether node `j`'s step runs here.
-  bool runs(int j) const noexcept { return !host_steps_only_ || prog_.at(j).on_host(); }
+  bool runs(int j) const noexcept { return selection_.contains(prog_.at(j), j); }
 
   /// What each node's kernel prepared (`prepare`), by node.
   void prepare_parameters(const parameter_set& params) {
@@ -178,13 +189,13 @@ class fast_executor {
   }
 
   /// Host buffers: each output a step writes gets a slot, from that step until its last
-  /// reader has run (the graph's output: until the end), then the slot is reused. With
-  /// `host_steps_only`, only the outputs of `on_host` steps and what they read.
+  /// reader has run (the graph's output: until the end), then the slot is reused; only the
+  /// outputs of the selected steps and what they read.
   void prepare_host_buffers() {
     const int n = prog_.size();
     slot_.assign(static_cast<std::size_t>(n), -1);
     std::vector<int> last(static_cast<std::size_t>(n));
-    std::vector<bool> needed(static_cast<std::size_t>(n), !host_steps_only_);
+    std::vector<bool> needed(static_cast<std::size_t>(n), false);
     for (int j = 0; j < n; ++j) {
       last[static_cast<std::size_t>(j)] = j + 1 == n || keep_outputs_ ? n : j;
       for (int src : prog_.at(j).sources()) {
@@ -234,7 +245,7 @@ class fast_executor {
   const program& prog_;
   team& team_;
   std::vector<op_kernel<T, Acc>> kernels_;  // per node
-  bool host_steps_only_ = false;
+  step_selection selection_;
   bool keep_outputs_ = false;
   const void* input_ = nullptr;  // the batch, as the input stream carries it
   std::vector<std::any> params_;  // per node: what its kernel prepared

@@ -37,7 +37,6 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace ipu::runtime {
@@ -141,30 +140,11 @@ class pipeline {
     for (auto& link : backward_) link->reset();
     std::exception_ptr first;
     std::mutex m;
-    {
-      const auto fail = [&] {
-        const std::lock_guard lock(m);
-        if (!first) first = std::current_exception();
-        stop();
-      };
-      std::vector<std::jthread> threads;
-      threads.reserve(stages_.size());
-      for (int s = 0; s < stages(); ++s) {
-        try {
-          threads.emplace_back([&, s] {
-            try {
-              run_stage(s, h);
-            } catch (const stopped&) {
-            } catch (...) {
-              fail();
-            }
-          });
-        } catch (...) {  // a thread that cannot start: the started ones stop
-          fail();
-          break;
-        }
-      }
-    }
+    on_own_threads<stopped>(stages(), [&](int s) { run_stage(s, h); }, [&] {
+      const std::lock_guard lock(m);
+      if (!first) first = std::current_exception();
+      stop();
+    });
     if (first) std::rethrow_exception(first);
   }
 

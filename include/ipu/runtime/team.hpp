@@ -100,4 +100,29 @@ class team {
   std::exception_ptr error_;
 };
 
+/// Runs `body(k)` for every `k` in `[0, count)`, each on a thread of its own, as a pipeline
+/// runs its stages, and returns when all have ended. A body's exception, or a thread that
+/// cannot start, calls `fail()` inside the handler (where `std::current_exception()` is the
+/// error), which must make the other bodies end; a body ends quietly by throwing `Stopped`.
+template <class Stopped, class Body, class Fail>
+void on_own_threads(int count, Body&& body, Fail&& fail) {
+  std::vector<std::jthread> threads;
+  threads.reserve(static_cast<std::size_t>(count));
+  for (int k = 0; k < count; ++k) {
+    try {
+      threads.emplace_back([&, k] {
+        try {
+          body(k);
+        } catch (const Stopped&) {
+        } catch (...) {
+          fail();
+        }
+      });
+    } catch (...) {  // a thread that cannot start: the started ones stop
+      fail();
+      break;
+    }
+  }
+}
+
 }  // namespace ipu::runtime

@@ -174,7 +174,7 @@ class training_pass {
       : prog_(unfused(std::move(prog))),
         training_(std::move(training)),
         forward_(prog_, device_parameters(layers, static_cast<std::size_t>(prog_.size())), std::move(kernels), threads,
-                 false, true) {
+                 step_selection{}, true) {
     for (int j = 1; j < prog_.size(); ++j)
       if (training_[static_cast<std::size_t>(j)].backward == nullptr)
         throw execution_error("ipu::trainer: " + std::string(prog_.at(j).path.view()) + " (" +

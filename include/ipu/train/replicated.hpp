@@ -29,10 +29,12 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace ipu {
@@ -42,7 +44,9 @@ template <Graph G, Target Tgt, train_options Opts = train_options{}, options Pla
 class replicated_trainer {
  public:
   using replica_type = trainer<G, Tgt, Opts, PlanOpts>;        ///< one replica
+  using graph_type = typename replica_type::graph_type;        ///< `G`
   using stream_type = typename replica_type::stream_type;      ///< what the input stream carries
+  static constexpr train_options opts = Opts;                  ///< the training configuration
   static constexpr int replicas = replicas_v<Tgt>;             ///< replicas of the model
   static constexpr std::int64_t micro_batch = replica_type::micro_batch;  ///< samples per pass: the graph's batch
   static constexpr std::int64_t replica_batch = replica_type::batch;      ///< samples per step of one replica
@@ -71,10 +75,13 @@ class replicated_trainer {
   {
     check(input.size(), labels.size(), static_cast<std::size_t>(batch));
     replica_type::check_labels(labels);
-    return run([&](replica_type& t, std::size_t r) {
+    const float loss = run([&](replica_type& t, std::size_t r) {
       return t.step(input.subspan(r * sample_values(), sample_values()),
                     labels.subspan(r * static_cast<std::size_t>(replica_batch), static_cast<std::size_t>(replica_batch)));
     });
+    logits_.clear();
+    for (const auto& t : trainers_) logits_.insert(logits_.end(), t->logits().begin(), t->logits().end());
+    return loss;
   }
   /// One step of mean-squared-error training: `targets` holds each replica's targets, one block
   /// after another.
@@ -94,8 +101,37 @@ class replicated_trainer {
   const replica_type& replica(int r) const { return *trainers_.at(static_cast<std::size_t>(r)); }
   /// Replica 0's weights: the model's, as TensorFlow reads a replicated variable from replica 0.
   const ipu::weights<G>& weights() const noexcept { return trainers_[0]->weights(); }
-  /// Steps taken.
+  /// Steps taken: updates applied.
   std::int64_t steps() const noexcept { return trainers_[0]->steps(); }
+  /// Steps that dynamic loss scaling skipped for an overflow (of the summed gradients: every
+  /// replica skips the same steps).
+  std::int64_t skipped_steps() const noexcept { return trainers_[0]->skipped_steps(); }
+  /// The loss scale of the next step.
+  float loss_scale() const noexcept { return trainers_[0]->loss_scale(); }
+  /// The learning rate of the next update (`trainer::learning_rate`).
+  double learning_rate() const noexcept { return trainers_[0]->learning_rate(); }
+  /// Makes every replica's next updates use `rate` (`trainer::set_learning_rate`). Throws
+  /// `std::invalid_argument` for a negative or non-finite rate, before any replica changes.
+  void set_learning_rate(std::optional<double> rate) {
+    trainers_[0]->set_learning_rate(rate);
+    for (const auto& t : trainers_) t->set_learning_rate(rate);
+  }
+  /// Softmax cross-entropy: the logits of the last `step`, every replica's rows in the order
+  /// of the step's samples (`trainer::logits`).
+  std::span<const float> logits() const noexcept
+    requires(Opts.loss == loss::softmax_cross_entropy)
+  {
+    return logits_;
+  }
+  /// Replica 0's state (`trainer::state`): every replica holds the same optimiser state and counts.
+  trainer_state state() const { return trainers_[0]->state(); }
+  /// Continues every replica from `w` and `s` (`trainer::restore`): a checkpoint of replica 0
+  /// (`ipu::save_checkpoint` of this trainer), or of one trainer of the same configuration.
+  /// Every replica's batch-norm running statistics become those of `w`. Throws as
+  /// `trainer::restore` does, before any replica changes.
+  void restore(const ipu::weights<G>& w, const trainer_state& s) {
+    for (const auto& t : trainers_) t->restore(w, s);  // the first checks w and s; the others take what it took
+  }
   /// The batch arithmetic: micro-batch x accumulation x replicas = `batch`.
   static constexpr batch_sizes batches() noexcept { return {micro_batch, replica_type::gradient_accumulation, replicas, 1}; }
 
@@ -158,6 +194,13 @@ class replicated_trainer {
 
   replica_group group_;
   std::vector<std::unique_ptr<replica_type>> trainers_;
+  std::vector<float> logits_;  // the last step's, every replica's
 };
+
+/// What trains `G` on `Tgt`: an `ipu::replicated_trainer` if `Tgt` has more than one replica,
+/// else an `ipu::trainer`. `ipu::model` and `ipu::estimator` train with it.
+template <Graph G, Target Tgt, train_options Opts = train_options{}, options PlanOpts = options{}>
+using trainer_for_t = std::conditional_t<(replicas_v<Tgt> > 1), replicated_trainer<G, Tgt, Opts, PlanOpts>,
+                                         trainer<G, Tgt, Opts, PlanOpts>>;
 
 }  // namespace ipu

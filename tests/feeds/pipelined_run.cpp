@@ -138,6 +138,14 @@ TEST_CASE("pipelined engine: fast mode only, and one IPU runs as without it") {
   using one_ipu = decltype(ipu::input<float, 2, 4, 4, 3> | nn::conv<4, 3> | nn::global_avg_pool);
   ipu::engine<one_ipu, ipu_test::small_target<16>> single{ipu::weights<one_ipu>::random(1), {.threads = 2, .pipelined = true}};
   CHECK(single.threads() == 2);
+  // All on IPU 0 of three: one stage, nothing to pipeline.
+  ipu::engine<one_ipu, three_ipus> first_only{ipu::weights<one_ipu>::random(1), {.threads = 2, .pipelined = true}};
+  CHECK(first_only.threads() == 2);
+  ipu::infeed<one_ipu, 2> in;
+  ipu::outfeed<one_ipu> out;
+  in.push(ipu::input_tensor_t<one_ipu>{});
+  in.close();
+  CHECK(first_only.run(in, out, 5).iterations == 1);
 }
 
 }  // namespace pipelined_run

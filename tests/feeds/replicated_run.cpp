@@ -14,6 +14,7 @@
 #include <span>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,7 @@ TEST_CASE("replicated run: every replica takes the next batch, and the results k
   replicated_pool engine{ipu::weights<pool_t>{}, {.threads = 3}};
   STATIC_REQUIRE(replicated_pool::replicas == 3);
   STATIC_REQUIRE(replicated_pool::batch == 3 * 2);
+  STATIC_REQUIRE(std::is_same_v<replicated_pool::replica_type, ipu_test::pool::engine_t>);  // a replica: one engine
   ipu::infeed<pool_t, 4> in;
   ipu::outfeed<pool_t> out;
   std::jthread producer([&] {

@@ -4,6 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <type_traits>
+
 namespace {
 struct tiny {  // a user-defined target: an IPU Model-style Mk2 with 16 tiles
   static constexpr ipu::chip_spec chip = ipu::with_tiles(ipu::mk2::chip, 16);
@@ -56,4 +59,16 @@ TEST_CASE("options: a structural type with PopLibs' defaults", "[target]") {
   STATIC_REQUIRE(!ipu::ratio{6, 5}.valid_proportion());
   // usable as a template argument
   STATIC_REQUIRE([]<ipu::options O>() { return O.available_memory_proportion.num; }.template operator()<seed>() == 3);
+}
+
+TEST_CASE("replicated targets: the replicas, and one replica's target", "[target]") {
+  using four = ipu::replicated<ipu::system<ipu::mk2, 4>, 2>;
+  STATIC_REQUIRE(four::ipus == 2 && ipu::replicas_v<four> == 2 && ipu::replicas_v<ipu::mk2> == 1);
+  // One replica is the system's share: the same chip, IPUs and name, so the same plan and types.
+  STATIC_REQUIRE(std::is_same_v<ipu::replica_target_t<four>, ipu::system<ipu::mk2, 2>>);
+  STATIC_REQUIRE(std::is_same_v<ipu::replica_target_t<ipu::replicated<ipu::system<ipu::mk2, 4>, 4>>, ipu::mk2>);
+  STATIC_REQUIRE(std::is_same_v<ipu::replica_target_t<ipu::mk2>, ipu::mk2>);
+  using replica = ipu::replica_target_t<four>;
+  STATIC_REQUIRE(replica::chip == four::chip && replica::ipus == four::ipus);
+  CHECK(std::string(replica::name) == four::name);
 }

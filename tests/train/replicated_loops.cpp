@@ -36,6 +36,7 @@ using model_t = ipu::model<net_t, two_replicas, opts>;
 using reference_t = ipu::replicated_trainer<net_t, two_replicas, opts>;
 
 static_assert(std::is_same_v<model_t::trainer_type, reference_t>);
+static_assert(std::is_same_v<reference_t::replica_type, ipu::trainer<net_t, target, opts>>);  // one replica: one IPU of `target`
 static_assert(std::is_same_v<model_t::engine_type, ipu::replicated_engine<net_t, two_replicas>>);
 static_assert(std::is_same_v<ipu::model<net_t, target, opts>::trainer_type, ipu::trainer<net_t, target, opts>>);
 static_assert(model_t::batch == 16 && model_t::micro_batch == 8 && model_t::replicas == 2);

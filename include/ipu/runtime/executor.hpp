@@ -48,14 +48,14 @@ class executor {
   /// faithful mode, allocates `bytes_per_tile` for every tile of every IPU and places code and
   /// weights; throws `execution_error` if a tile has no room for them. With `check_finite`,
   /// `run` checks every step's output (see `run`), and fast mode fuses nothing, so that every
-  /// step has an output of its own. `pipelined` in fast mode, for a program over several IPUs:
-  /// an `inference_pipeline` of its stages sharing the `threads`, instead of one executor of
-  /// all the steps; throws `execution_error` if the program cannot
-  /// be pipelined, `std::invalid_argument` in faithful mode.
+  /// step has an output of its own. `pipelined` in fast mode, for a program whose steps are on
+  /// several IPUs: an `inference_pipeline` of its stages sharing the `threads`, instead of one
+  /// executor of all the steps; throws `execution_error` if the program cannot be pipelined,
+  /// `std::invalid_argument` in faithful mode.
   executor(program prog, const parameter_set& params, const kernel_set<T, Acc>& kernels, execution_mode mode,
            unsigned threads, bool check_finite = false, bool pipelined = false)
       : prog_(std::make_unique<program>(std::move(prog))), mode_(mode),
-        team_(std::make_unique<team>(pipelined && prog_->ipus > 1 ? 1 : threads)), check_finite_(check_finite) {
+        team_(std::make_unique<team>(pipelined && on_several_ipus(*prog_) ? 1 : threads)), check_finite_(check_finite) {
     if (check_finite_)
       for (int j = 0; j < prog_->size(); ++j) {
         node_plan& p = prog_->plans[static_cast<std::size_t>(j)];
@@ -66,7 +66,7 @@ class executor {
       throw std::invalid_argument("ipu::engine: a pipelined engine runs in fast mode; the faithful mode runs one batch at a time");
     if (mode_ == execution_mode::faithful) {
       faithful_ = std::make_unique<faithful_executor<T, Acc>>(*prog_, params, kernels.per_node(prog_->nodes), *team_);
-    } else if (pipelined && prog_->ipus > 1) {
+    } else if (pipelined && on_several_ipus(*prog_)) {
       pipeline_ = std::make_unique<inference_pipeline<T, Acc>>(*prog_, params, kernels.per_node(prog_->nodes), threads,
                                                                check_finite_);
     } else {
@@ -123,6 +123,17 @@ class executor {
   }
 
  private:
+  /// Whether the IPU steps of `p` are on more than one IPU: stages to pipeline.
+  static bool on_several_ipus(const program& p) noexcept {
+    int first = -1;
+    for (const node& n : p.nodes) {
+      if (n.on_host()) continue;
+      if (first < 0) first = n.ipu;
+      else if (n.ipu != first) return true;
+    }
+    return false;
+  }
+
   static void check_index(const char* what, int index, int count) {
     if (index < 0 || index >= count)
       throw std::out_of_range("ipu::engine: " + std::string(what) + " " + std::to_string(index) + " is out of range; the program has " +

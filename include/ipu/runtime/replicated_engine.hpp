@@ -47,7 +47,7 @@ namespace ipu {
 template <Graph G, Target Tgt, options Opts = options{}>
 class replicated_engine {
  public:
-  using replica_type = engine<G, Tgt, Opts>;                       ///< one replica
+  using replica_type = engine<G, replica_target_t<Tgt>, Opts>;     ///< one replica
   using element_type = typename replica_type::element_type;        ///< `f32` or `f16`
   using stream_type = typename replica_type::stream_type;          ///< what the input stream carries
   using input_type = typename replica_type::input_type;            ///< one batch in

@@ -9,6 +9,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <type_traits>
 
 namespace ipu {
 
@@ -125,6 +126,25 @@ struct replicated {
   static constexpr int replicas = Replicas;                    ///< replicas of the model
   static constexpr const char* name = System::name;            ///< the chip's name
 };
+
+namespace detail {
+template <Target T>
+struct one_replica {
+  using type = T;
+};
+template <Target Chip, int N, int R>
+struct one_replica<replicated<system<Chip, N>, R>> {
+  using type = std::conditional_t<N / R == 1, Chip, system<Chip, N / R>>;
+};
+}  // namespace detail
+
+/// The target of one replica of `T`: of `ipu::replicated<ipu::system<Chip, N>, R>`, `Chip` when
+/// a replica has one IPU, else `ipu::system<Chip, N / R>`: the same chip, IPUs and name, so the
+/// same plan, and the replicas of `ipu::replicated_trainer` and `ipu::replicated_engine` are the
+/// very `trainer` and `engine` types a program on that target compiles (instantiated once). Any
+/// other target is its own replica.
+template <Target T>
+using replica_target_t = typename detail::one_replica<T>::type;
 
 /// The replicas of target `T`: `T::replicas` for an `ipu::replicated` target, else 1.
 template <Target T>

@@ -43,7 +43,7 @@ namespace ipu {
 template <Graph G, Target Tgt, train_options Opts = train_options{}, options PlanOpts = options{}>
 class replicated_trainer {
  public:
-  using replica_type = trainer<G, Tgt, Opts, PlanOpts>;        ///< one replica
+  using replica_type = trainer<G, replica_target_t<Tgt>, Opts, PlanOpts>;  ///< one replica
   using graph_type = typename replica_type::graph_type;        ///< `G`
   using stream_type = typename replica_type::stream_type;      ///< what the input stream carries
   static constexpr train_options opts = Opts;                  ///< the training configuration

@@ -46,6 +46,18 @@ using replicated_target = ipu::replicated<ipu::system<ipu::mk2, 4>, 2>;  // 2 re
 static_assert(replicated_target::ipus == 2 && ipu::replicas_v<replicated_target> == 2);
 // [replicated]
 
+// [shared state]
+constexpr ipu::train_options shared_state{
+    .optimizer = ipu::adam{},          // two moments per weight: the most state
+    .shard_optimizer_state = true};    // each of the 4 replicas holds a quarter of them
+using four_replicas = ipu::replicated<ipu::system<ipu::mk2, 4>, 4>;
+constexpr auto& replica_plan = ipu::plan_v<ipu::training<net_t, shared_state>, four_replicas>;
+static_assert(replica_plan.state_shards == 4);
+// [shared state]
+// A quarter of Adam's two f32 moments of each trainable tensor, rounded up: conv1's 432
+// weights, the batch norm's 16 scales and offsets, dense1's 160 weights and 10 biases.
+static_assert(replica_plan.ipus[0].totals.optimizer_state == 2 * 4 * (108 + 4 + 4 + 40 + 3));
+
 }  // namespace
 
 TEST_CASE("docs/scaling.md: a step accumulates micro-batches, and a pipeline runs them over two IPUs") {

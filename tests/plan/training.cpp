@@ -199,6 +199,39 @@ TEST_CASE("the training plan's buffers never share a byte while both live, and n
   check_allocation(ipu::plan_v<ipu::training<dropped_t<ipu::f16>, per_block>, tiny>);
 }
 
+TEST_CASE("with the optimiser state sharded, each of 3 replicas holds a third of every state tensor, rounded up") {
+  constexpr ipu::train_options sharded{.optimizer = ipu::adam{}, .shard_optimizer_state = true};
+  using three = ipu::replicated<ipu::system<tiny, 3>, 3>;
+  constexpr auto& whole = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, tiny>;
+  constexpr auto& shared = ipu::plan_v<ipu::training<net_t<ipu::f16>, sharded>, three>;
+  STATIC_REQUIRE(shared.state_shards == 3);
+  // The trainable tensors' elements: conv1 216; six batch-norm scales and offsets of 8;
+  // block1.conv1 64; block1.conv2 576; dense1 32 and 4. A replica's shares: ceil(E / 3).
+  constexpr std::int64_t shares = 72 + 6 * 3 + 22 + 192 + 11 + 2;
+  const ipu::training_bytes& s = shared.ipus[0].totals;
+  CHECK(s.optimizer_state == 2 * shares * 4);  // Adam's two moments, in f32 ("16.32")
+  CHECK(s.weights == whole.ipus[0].totals.weights);
+  CHECK(s.master_weights == whole.ipus[0].totals.master_weights);
+  CHECK(s.activations == whole.ipus[0].totals.activations);
+  CHECK(s.gradients == whole.ipus[0].totals.gradients);
+  // Each share is mapped with the linear rule from tile 0: the tiles' bytes add up to the total.
+  std::int64_t on_tiles = 0;
+  for (int tile = 0; tile < tiny::chip.tiles; ++tile) on_tiles += shared.tensors_on(tile).optimizer_state;
+  CHECK(on_tiles == s.optimizer_state);
+  // Less always-live memory on the first tile, and a lower peak.
+  CHECK(shared.dynamic_base(0) < whole.dynamic_base(0));
+  CHECK(shared.ipus[0].peak < whole.ipus[0].peak);
+  check_allocation(shared);
+  // Not sharded, a replica holds what one IPU holds; sharded over one replica, the same.
+  constexpr auto& unshared = ipu::plan_v<ipu::training<net_t<ipu::f16>, adam>, three>;
+  CHECK(unshared.state_shards == 1);
+  CHECK(unshared.ipus[0].totals == whole.ipus[0].totals);
+  CHECK(unshared.ipus[0].peak == whole.ipus[0].peak);
+  constexpr auto& alone = ipu::plan_v<ipu::training<net_t<ipu::f16>, sharded>, tiny>;
+  CHECK(alone.state_shards == 1);
+  CHECK(alone.ipus[0].totals == whole.ipus[0].totals);
+}
+
 TEST_CASE("a dropped-out input's copy lives in its reader's forward step, again in its backward step with its gradient, no mask is stored") {
   // The same graph with and without dropouts: the plans differ only in the steps of the two
   // readers, by the bytes of the input they read, in one category each.
@@ -265,6 +298,24 @@ TEST_CASE("ResNet-50 in f16 (16.16, SGD with momentum) trains on one Mk2 at micr
   const ipu::training_memory& m = ipu::plan_v<too_large_t, ipu::mk2>.ipus[0];
   CHECK(m.peak > m.capacity);
   CHECK(m.capacity == 638'976);
+}
+
+TEST_CASE("ResNet-50 in f16 with Adam (16.32) trains at micro-batch 1 on a Mk2 only with its optimiser state shared out over replicas") {
+  constexpr ipu::train_options adam_16_32{.optimizer = ipu::adam{}};
+  constexpr ipu::train_options sharded{.optimizer = ipu::adam{}, .shard_optimizer_state = true};
+  using net = ipu::models::resnet50<ipu::f16, 1>;
+  using pod16 = ipu::replicated<ipu::system<ipu::mk2, 16>, 16>;  // 16 replicas of one Mk2
+  STATIC_REQUIRE_FALSE(ipu::fits_v<ipu::training<net, adam_16_32>, ipu::mk2>);
+  STATIC_REQUIRE_FALSE(ipu::fits_v<ipu::training<net, adam_16_32>, pod16>);
+  STATIC_REQUIRE(ipu::require_fit<ipu::training<net, sharded>, pod16>);
+  // Adam's two f32 moments of torchvision's 25,557,032 trainable parameters: each of a
+  // replica's shares has ceil(E / 16) of a tensor's E elements, so at least a sixteenth.
+  constexpr auto& whole = ipu::plan_v<ipu::training<net, adam_16_32>, ipu::mk2>.ipus[0].totals;
+  constexpr auto& shared = ipu::plan_v<ipu::training<net, sharded>, pod16>.ipus[0].totals;
+  CHECK(whole.optimizer_state == 2 * 25'557'032 * 4);
+  CHECK(shared.optimizer_state >= whole.optimizer_state / 16);
+  CHECK(shared.optimizer_state < whole.optimizer_state / 16 + 2 * 4 * 161);  // under one element more per tensor (161 trainable tensors)
+  CHECK(shared.master_weights == whole.master_weights);
 }
 
 // The nodes of net: input 0, conv1 1, batch_norm1 2, relu1 3, block1.conv1 4 ... block1.batch_norm2 8,

@@ -71,6 +71,11 @@ TEST_CASE("the training memory report prints the peak, the phases, the categorie
   constexpr ipu::train_options scaled{.loss_scaling = 128};
   CHECK(ipu::memory_report<ipu::training<decltype(net), scaled>, tiny>().str().find("master weights f32, loss scale 128, recompute none") !=
         std::string::npos);
+  constexpr ipu::train_options shared{.optimizer = ipu::adam{}, .shard_optimizer_state = true};
+  const ipu::training_memory_report_t four = ipu::memory_report<ipu::training<decltype(net), shared>, ipu::replicated<ipu::system<tiny, 4>, 4>>();
+  CHECK(four.str().find("Adam (2 state tensors), master weights f32, recompute none, optimiser state shared out over 4 replicas\n") !=
+        std::string::npos);
+  CHECK(four.state_shards == 4);
 }
 
 TEST_CASE("the summary of a training configuration adds the optimiser, the values it trains and keeps, and a step's MACs") {

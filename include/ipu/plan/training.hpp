@@ -14,7 +14,10 @@
 ///     0); the **master weights**, an f32 copy of the trainable tensors, when `Opts.master_weights`
 ///     is wider than the graph's element type (Graphcore's "16.32"; none for "16.16" or an f32
 ///     graph); the **optimiser state**, `optimizer::state_tensors()` tensors per trainable tensor,
-///     in the wider of the two types; the **code**: inference's, plus a backward step's
+///     in the wider of the two types (with `Opts.shard_optimizer_state` on a target of `R`
+///     replicas, `ipu::replicated<System, R>`, a replica's share of each: `ceil(E / R)` of its
+///     `E` elements, mapped with the linear rule from tile 0, as Poplar pads a sharded tensor to
+///     a multiple of the replicas and gives each a slice); the **code**: inference's, plus a backward step's
 ///     (twice a forward step's vertices and worklists for a convolution or dense layer, whose
 ///     backward is two convolutions, the input's gradient and the weights'; once for the others),
 ///     an update vertex on every tile holding a trainable tensor, each op's codelets twice
@@ -166,6 +169,10 @@ struct training_bytes {
 struct training_tensor {
   tensor_mapping mapping{};  ///< mapped with the linear rule from tile 0
   bool trainable = false;    ///< updated by its gradient (`ops::tensor_spec::trainable`)
+  /// Each of its optimiser state tensors on one replica: `mapping`, or with the state sharded
+  /// over `R` replicas (`training_plan::state_shards`) a share of `ceil(elements / R)` elements,
+  /// mapped with the linear rule from tile 0.
+  tensor_mapping state{};
 };
 
 /// One dynamic buffer of a training step on an IPU: what it holds, whose it is, and the steps
@@ -269,6 +276,9 @@ struct training_plan {
   /// By IPU: the micro-batches whose stashed activations it holds at once
   /// (`pipeline_stash_depth` of its stage in a pipeline; 1 otherwise).
   std::array<int, static_cast<std::size_t>(Ipus)> stash_depth{};
+  /// The replicas sharing out the optimiser state (`train_options::shard_optimizer_state` on a
+  /// replicated target); 1 when each replica holds all of it.
+  int state_shards = 1;
   bool fits = true;    ///< every IPU fits
   plan_error error{};  ///< why the graph cannot be planned for training; `kind == none` if it can
 
@@ -315,7 +325,8 @@ struct training_plan {
   /// Calls `f(mapping, bytes_per_element, count, category)` for the always-live tensors of IPU
   /// \p ipu but the code: `count` tensors of `mapping` of `category`. Each layer tensor is one
   /// tensor of weights; a trainable one also has its master weights (when `update_bytes` is
-  /// wider) and `state_tensors()` tensors of optimiser state. A pipeline stage holding the
+  /// wider) and `state_tensors()` tensors of optimiser state, each of `training_tensor::state`
+  /// (a replica's share when `state_shards > 1`). A pipeline stage holding the
   /// activations of `stash_depth[ipu]` micro-batches at once also has, as stashed activations,
   /// `stash_depth[ipu] - 1` copies of each output and received copy it keeps for the backward
   /// pass: those of the other micro-batches in flight, which in the steady state never leave.
@@ -331,7 +342,7 @@ struct training_plan {
         f(tt.mapping, eb, 1, training_category::weights);
         if (!tt.trainable) continue;
         if (ub > eb) f(tt.mapping, ub, 1, training_category::master_weights);
-        f(tt.mapping, ub, state, training_category::optimizer_state);
+        f(tt.state, ub, state, training_category::optimizer_state);
       }
     }
     const int in_flight = stash_depth[static_cast<std::size_t>(ipu)] - 1;
@@ -850,11 +861,14 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p, int ipu) {
 }
 
 /// The training plan of `inf`'s graph with `topts`: its steps, tensors, lifetimes and memory.
+/// On a target of `replicas` replicas, each holds a share of the optimiser state when
+/// `topts.shard_optimizer_state` says so.
 template <std::size_t N, std::size_t S, int Ipus, int Tiles, std::size_t Dropped>
-consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf, const train_options& topts) {
+consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf, const train_options& topts, int replicas) {
   training_plan<N, S, Ipus> p;
   p.inference = &inf;
   p.train = topts;
+  p.state_shards = topts.shard_optimizer_state ? replicas : 1;
   for (training_memory& m : p.ipus) m.capacity = inf.chip.bytes_per_tile;
   p.error = inf.error;
   for (int j = 0; p.error.kind == plan_error_kind::none && j < static_cast<int>(N); ++j)
@@ -896,8 +910,12 @@ consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
     const node& n = inf.at(j);
     training_node& t = p.nodes[static_cast<std::size_t>(j)];
     const ops::tensor_specs specs = n.kind.info->tensors(n);
-    for (const ops::tensor_spec& spec : specs.view())
-      t.tensors[static_cast<std::size_t>(t.tensor_count++)] = {map_elements(spec.elements(), size_of(n.type), chip), spec.trainable};
+    for (const ops::tensor_spec& spec : specs.view()) {
+      const tensor_mapping m = map_elements(spec.elements(), size_of(n.type), chip);
+      const tensor_mapping state =
+          p.state_shards > 1 ? map_elements(detail::div_up(spec.elements(), std::int64_t{p.state_shards}), size_of(n.type), chip) : m;
+      t.tensors[static_cast<std::size_t>(t.tensor_count++)] = {m, spec.trainable, state};
+    }
     const bool keep = kept[static_cast<std::size_t>(j)];
     t.output_last = keep && t.backward >= 0 ? t.backward : inf.held_to(n.ipu, j);
     int last_reader = j + 1 == static_cast<int>(N) ? j : -1;
@@ -949,7 +967,7 @@ struct plan_info<training<G, O>, Target, Opts> {
   static constexpr std::size_t steps = training_steps(graph_info<typename training<G, O>::graph_type>::nodes, O.recompute);
   static constexpr training_plan<size, steps, Target::ipus> value =
       make_training_plan<size, steps, Target::ipus, Target::chip.tiles, dropped_inputs(graph_info<typename training<G, O>::graph_type>::nodes)>(
-          inference_t::base, O);
+          inference_t::base, O, replicas_v<Target>);
   /// The diagnostic of the plan's error, if it has one (a compile error; see `plan_info`).
   using checked = decltype(report_plan_error<value.error, value.error.node >= 0 ? value.at(value.error.node).path : path_string{}>());
 };
@@ -988,8 +1006,9 @@ template <on_ipu Ipu, on_tile Tile, class Buffer, class Step, bytes_needed Neede
 struct training_tile_out_of_memory {
   static_assert(Needed.value <= Available.value,
                 "ipu: a tile needs more memory than it has for a training step; lower the micro-batch, train in "
-                "16.16 (train_options::master_weights = ipu::dtype::f16), or use an optimiser keeping less state "
-                "(SGD without momentum keeps none)");
+                "16.16 (train_options::master_weights = ipu::dtype::f16), use an optimiser keeping less state "
+                "(SGD without momentum keeps none), or share the state out over replicas "
+                "(train_options::shard_optimizer_state on an ipu::replicated target)");
   static constexpr bool value = false;
 };
 

@@ -47,6 +47,7 @@ struct training_memory_report_t {
   chip_spec chip{};            ///< the chip of the target's IPUs
   options opts{};              ///< the plan's options
   train_options train{};       ///< the training options
+  int state_shards = 1;        ///< the replicas sharing out the optimiser state (`training_plan::state_shards`)
   std::vector<node> nodes;     ///< the graph's node table
   std::vector<plan_step> steps;  ///< the training step's steps, in order
   training_memory plan{};      ///< the plan's figures for IPU 0: capacity, peak, totals
@@ -92,7 +93,9 @@ inline std::string training_memory_report_t::str() const {
   const std::int64_t capacity = plan.capacity;
   os << "training memory report: " << target << ", 1 IPU of " << grouped(chip.tiles) << " tiles x "
      << grouped(chip.bytes_per_tile) << " bytes, " << nodes.size() << " nodes\n"
-     << "  " << detail::describe(train) << '\n'
+     << "  " << detail::describe(train);
+  if (state_shards > 1) os << ", optimiser state shared out over " << state_shards << " replicas";
+  os << '\n'
      << "  " << steps.size() << " steps:";
   for (int ph = 0; ph < phase_count; ++ph)
     if (phase_steps[static_cast<std::size_t>(ph)] > 0)
@@ -178,6 +181,7 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
   r.chip = p.chip();
   r.opts = p.inference->opts;
   r.train = p.train;
+  r.state_shards = p.state_shards;
   r.nodes.assign(p.inference->table->begin(), p.inference->table->end());
   r.steps.assign(p.steps.begin(), p.steps.end());
   r.plan = p.ipus[0];

@@ -285,6 +285,14 @@ struct train_options {
   /// How a graph placed on several IPUs overlaps its stages, one per IPU (`ipu/train/pipeline.hpp`):
   /// sequential (no overlap, the default), grouped or interleaved. Unused on one IPU.
   ipu::pipeline_schedule pipeline = ipu::pipeline_schedule::sequential;
+  /// Whether the replicas of a replicated target (`ipu::replicated<System, R>`) share out the
+  /// optimiser state: each holds `1/R` of every state tensor (Graphcore's replicated tensor
+  /// sharding, PopTorch's `useReplicatedTensorSharding`, Optimum Graphcore's
+  /// `replicated_tensor_sharding`). The gradients are then reduce-scattered rather than
+  /// all-reduced, each replica updates its share, and the updated weights are all-gathered:
+  /// the same update, so the trainers compute the same values; the training plan of a
+  /// replicated target holds the shares. No effect on a target of one replica.
+  bool shard_optimizer_state = false;
   /// The learning rate over the steps. Last: clang 16 emits a wrong template parameter object
   /// for a `train_options` whose defaulted `lr_schedule` is followed by another member (the
   /// schedule's warm-up read as 2^32).

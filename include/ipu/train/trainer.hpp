@@ -136,6 +136,9 @@ class trainer {
   static_assert(Mode == execution_mode::fast || (!pipelined && Opts.gradient_accumulation == 1),
                 "ipu::faithful_trainer runs the training plan of one micro-batch on one IPU: no pipelining and no "
                 "gradient accumulation (use ipu::trainer)");
+  static_assert(Mode == execution_mode::fast || !Opts.shard_optimizer_state || replicas_v<Tgt> == 1,
+                "ipu::faithful_trainer runs one replica holding all of the optimiser state: no "
+                "train_options::shard_optimizer_state on a replicated target (use ipu::trainer)");
 
   /// Starts from `initial` (checked as an engine checks weights: finite values, batch-norm
   /// variances). Throws `execution_error` if an op of `G` has no backward pass.

@@ -285,11 +285,7 @@ class estimator {
       })) {
         ++count, ++r.steps;
       }
-      if constexpr (replicas == 1) {
-        if (count == 1) engine.infer(xs[0], ys[0]);
-      } else {
-        engine.infer(std::span<const input_tensor_t<G>>(xs).first(count), std::span<output_tensor_t<G>>(ys).first(count));
-      }
+      engine.infer(std::span<const input_tensor_t<G>>(xs).first(count), std::span<output_tensor_t<G>>(ys).first(count));
       for (std::size_t k = 0; k < count; ++k) {
         for (std::size_t v = 0; v < rows.size(); ++v) rows[v] = static_cast<float>(ys[k][v]);
         sums.add(rows, labels[k], micro_batch, classes, detail::probabilities<G>());

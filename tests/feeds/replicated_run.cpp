@@ -137,6 +137,20 @@ TEST_CASE("replicated infer: any number of batches, replicas at a time, as tenso
   CHECK_THROWS_AS(engine.infer(std::span<const pool_in>(xs), std::span<pool_out>(two)), std::invalid_argument);
 }
 
+TEST_CASE("an engine runs a span of batches one after another, as a replicated engine runs them replicas at a time") {
+  ipu::engine<pool_t, ipu_test::small_target<16>> engine{ipu::weights<pool_t>{}};
+  std::vector<pool_in> xs;
+  for (int i = 0; i < 4; ++i) xs.push_back(batch(i));
+  std::vector<pool_out> ys(4);
+  engine.infer(std::span<const pool_in>(xs), std::span<pool_out>(ys));
+  CHECK(in_order(ys));
+  CHECK(engine.profile().batches_measured() == 4);
+  std::vector<pool_out> three(3);
+  CHECK_THROWS_WITH(engine.infer(std::span<const pool_in>(xs), std::span<pool_out>(three)),
+                    Catch::Contains("4 input batches and 3 outputs"));
+  CHECK(engine.profile().batches_measured() == 4);  // refused before any batch ran
+}
+
 TEST_CASE("replicated engine: the batch arithmetic of a run") {
   constexpr ipu::batch_sizes b = replicated_pool::batches(10);
   STATIC_REQUIRE(b.per_step() == 6);

@@ -161,6 +161,14 @@ class engine {
   }
   /// Runs one batch into `y`.
   void infer(const input_type& x, output_type& y) { run(x.data(), y.data()); }
+  /// Runs batches `x` one after another into `y` (as many), as `ipu::replicated_engine` runs
+  /// them a batch per replica. Throws `std::invalid_argument` if the counts differ.
+  void infer(std::span<const input_type> x, std::span<output_type> y) {
+    if (x.size() != y.size())
+      throw std::invalid_argument("ipu::engine: " + std::to_string(x.size()) + " input batches and " + std::to_string(y.size()) +
+                                  " outputs");
+    for (std::size_t i = 0; i < x.size(); ++i) infer(x[i], y[i]);
+  }
   /// Runs one batch from raw values; throws `std::invalid_argument` unless `x` and `y` have
   /// exactly the input's and output's number of elements.
   void infer(std::span<const stream_type> x, std::span<element_type> y) {

@@ -113,8 +113,7 @@ class replicated_trainer {
   /// Makes every replica's next updates use `rate` (`trainer::set_learning_rate`). Throws
   /// `std::invalid_argument` for a negative or non-finite rate, before any replica changes.
   void set_learning_rate(std::optional<double> rate) {
-    trainers_[0]->set_learning_rate(rate);
-    for (const auto& t : trainers_) t->set_learning_rate(rate);
+    for (const auto& t : trainers_) t->set_learning_rate(rate);  // the first checks `rate`; the others take what it took
   }
   /// Softmax cross-entropy: the logits of the last `step`, every replica's rows in the order
   /// of the step's samples (`trainer::logits`).

@@ -12,6 +12,7 @@
 /// tile's live activations are carried from step to step rather than summed again at every
 /// step, as `plan::usage` does (which would make it O(T x N^2)).
 
+#include <ipu/core/format.hpp>
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/memory.hpp>
@@ -115,14 +116,6 @@ struct memory_report_t {
 };
 
 namespace detail {
-
-/// `part / whole` as a percentage with one decimal: `"64.0%"`.
-inline std::string percent(std::int64_t part, std::int64_t whole) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(1)
-    << (whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0) << '%';
-  return s.str();
-}
 
 /// The report of IPU `ipu` of plan `p`.
 template <std::size_t N, int Ipus>

@@ -6,6 +6,7 @@
 /// precision, the loss and the schedule, the values training updates and keeps, and the MACs
 /// of a training step.
 
+#include <ipu/core/format.hpp>
 #include <ipu/core/stream_state.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/graph/queries.hpp>
@@ -28,15 +29,6 @@
 namespace ipu {
 
 namespace detail {
-/// `1234567` as `"1,234,567"`.
-inline std::string grouped(std::int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
 
 /// `conv 3x3/2 g32`, `max_pool 3x3/2`, `dense 1000`, ...
 inline std::string describe_op(const node& n) {

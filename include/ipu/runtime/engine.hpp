@@ -14,6 +14,7 @@
 /// for the fast and faithful modes and `profile.hpp` for the cycle model.
 
 #include <ipu/core/dtype.hpp>
+#include <ipu/core/log.hpp>
 #include <ipu/core/tensor.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/plan/plan.hpp>
@@ -23,6 +24,7 @@
 #include <ipu/runtime/feeds.hpp>
 #include <ipu/runtime/inference_pipeline.hpp>
 #include <ipu/runtime/io.hpp>
+#include <ipu/runtime/log_events.hpp>
 #include <ipu/runtime/profile.hpp>
 #include <ipu/runtime/program.hpp>
 #include <ipu/runtime/weights.hpp>
@@ -40,8 +42,10 @@
 #include <ostream>
 #include <stdexcept>
 #include <span>
+#include <sstream>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -79,6 +83,10 @@ struct run_stats {
   double seconds = 0;                ///< wall time of the run
   double compute_seconds = 0;        ///< time the executor ran
   double infeed_wait_seconds = 0;    ///< time the run waited for the producer
+  /// Iterations after the first that found the infeed without their batches (a replicated
+  /// run: without a batch for every replica) and waited for the producer: the infeed ran dry,
+  /// the producer is slower than the engine.
+  std::int64_t infeed_ran_dry = 0;
   double simulated_seconds = 0;      ///< the cycle model's time for `iterations` batches
 
   /// Measured throughput: images run per wall-clock second.
@@ -95,11 +103,37 @@ struct run_stats {
     os << s.iterations << " of " << s.requested << " iterations (" << s.batch_size << " images each)";
     if (s.end_of_stream) os << ", the infeed ended";
     if (s.cancelled) os << ", the infeed was cancelled";
-    return os << " in " << s.seconds << " s: " << s.images_per_second() << " images/s on the host ("
-              << s.compute_seconds << " s computing, " << s.infeed_wait_seconds << " s waiting for the infeed), "
-              << s.simulated_images_per_second() << " images/s simulated";
+    os << " in " << s.seconds << " s: " << s.images_per_second() << " images/s on the host (" << s.compute_seconds
+       << " s computing, " << s.infeed_wait_seconds << " s waiting for the infeed), " << s.simulated_images_per_second()
+       << " images/s simulated";
+    if (s.infeed_ran_dry > 0) os << "; the infeed ran dry " << s.infeed_ran_dry << (s.infeed_ran_dry == 1 ? " time" : " times");
+    return os;
   }
 };
+
+namespace runtime {
+
+/// Whether a run asking infeed `in` for `wanted` batches finds fewer there while the producer
+/// may still push them: it waits, the infeed ran dry.
+template <class Infeed>
+bool runs_dry(const Infeed& in, std::size_t wanted = 1) {
+  return in.size() < wanted && !in.closed() && !in.cancelled();
+}
+
+/// At `info`, what run `s` of `component` did; at `warn`, that its infeed ran dry.
+inline void log_run(std::string_view component, const run_stats& s) {
+  if (logging::enabled(log_level::info)) {
+    std::ostringstream os;
+    os << "run: " << s;
+    logging::info(component, os.str());
+  }
+  if (s.infeed_ran_dry > 0)
+    logging::warn(component, "the infeed ran dry at ", s.infeed_ran_dry, " of ", s.iterations,
+                  " iterations and the run waited for the producer: feed it faster (a deeper prefetch, more "
+                  "producer threads) to keep the engine busy");
+}
+
+}  // namespace runtime
 
 /// How an engine runs.
 struct engine_config {
@@ -148,7 +182,9 @@ class engine {
   explicit engine(const weights<G>& w, engine_config config = {})
       : executor_(runtime::program::from(plan()), parameters(w), kernels(), config.mode, config.threads,
                   config.check_finite, config.pipelined),
-        profile_(executor_.prog(), batch_size_v<G>, Tgt::name, name_of(config.mode).data()) {}
+        profile_(executor_.prog(), batch_size_v<G>, Tgt::name, name_of(config.mode).data()) {
+    runtime::log_engine_built(plan(), profile_, Tgt::name, config.mode, executor_.threads(), executor_.pipeline() != nullptr);
+  }
 
   /// The plan the engine runs: `ipu::plan_v<G, Tgt, Opts>`.
   static constexpr const auto& plan() noexcept { return plan_v<G, Tgt, Opts>; }
@@ -216,11 +252,13 @@ class engine {
         stats.simulated_seconds = profile_.simulated_seconds_per_batch() +
                                   static_cast<double>(stats.iterations - 1) * static_cast<double>(batch_size_v<G>) /
                                       profile_.pipelined_images_per_second();
+      runtime::log_run("engine", stats);
       return stats;
     }
     bool in_engine = false;
     try {
       while (stats.iterations < iterations) {
+        if (stats.iterations > 0 && runtime::runs_dry(in)) ++stats.infeed_ran_dry;
         const auto waiting = clock::now();
         const bool read = in.consume([&](const input_type& x) {
           const auto computing = clock::now();
@@ -249,6 +287,7 @@ class engine {
     }
     stats.seconds = seconds_since(start);
     stats.simulated_seconds = static_cast<double>(stats.iterations) * profile_.simulated_seconds_per_batch();
+    runtime::log_run("engine", stats);
     return stats;
   }
 
@@ -280,7 +319,13 @@ class engine {
                                   " tensor has no storage (was it moved from?)");
     const std::lock_guard one_batch_at_a_time(*batch_);
     executor_.run(x, y, seconds_);
-    profile_.record_batch(seconds_);
+    record(seconds_);
+  }
+
+  /// Adds a batch's host seconds per step to the profile, and logs them at `debug`.
+  void record(const std::vector<double>& seconds) {
+    profile_.record_batch(seconds);
+    runtime::log_batch_steps(profile_, seconds, profile_.batches_measured());
   }
 
   /// `run` over the stages of a pipeline (`engine_config::pipelined`): stage 0 takes the
@@ -296,6 +341,7 @@ class engine {
       pipe.stream(
           [&](auto&& run_first, const std::stop_token& stop) {
             if (taken == iterations) return false;
+            if (taken > 0 && runtime::runs_dry(in)) ++stats.infeed_ran_dry;
             const auto waiting = clock::now();
             try {
               read = in.consume([&](const input_type& x) {
@@ -316,7 +362,7 @@ class engine {
             return read;
           },
           [&](auto&& write) {
-            out.emplace([&](output_type& y) { profile_.record_batch(write(y.data())); });
+            out.emplace([&](output_type& y) { record(write(y.data())); });
             ++stats.iterations;
           },
           out_destroyed);

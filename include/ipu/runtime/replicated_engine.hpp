@@ -128,6 +128,7 @@ class replicated_engine {
       for (bool more = true; more && stats.iterations < stats.requested;) {
         const auto wanted = static_cast<std::size_t>(std::min<std::int64_t>(replicas, stats.requested - stats.iterations));
         std::size_t taken = 0;
+        if (stats.iterations > 0 && runtime::runs_dry(in, wanted)) ++stats.infeed_ran_dry;
         const auto waiting = clock::now();
         std::exception_ptr taking_error;  // the producer's, or a refused batch's: rethrown once the batches before it ran
         bool refused = false;
@@ -178,6 +179,7 @@ class replicated_engine {
     }
     stats.seconds = seconds_since(start);
     stats.simulated_seconds = static_cast<double>(rounds) * engines_[0]->profile().simulated_seconds_per_batch();
+    runtime::log_run("replicated_engine", stats);
     return stats;
   }
 

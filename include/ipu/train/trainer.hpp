@@ -30,10 +30,12 @@
 /// to compare with the plan's. It needs the training plan to fit (`ipu::require_fit`).
 
 #include <ipu/core/dtype.hpp>
+#include <ipu/core/log.hpp>
 #include <ipu/graph/detail/lower.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/ops/kernels.hpp>
 #include <ipu/ops/softmax.hpp>
+#include <ipu/report/summary.hpp>
 #include <ipu/plan/plan.hpp>
 #include <ipu/plan/training.hpp>
 #include <ipu/runtime/execution.hpp>
@@ -192,6 +194,10 @@ class trainer {
       image_ = std::make_unique<typename image_t::element_type>(plan_v<ipu::training<G, Opts>, Tgt, PlanOpts>, *pass_);
       for (std::size_t l = 0; l < weights_.size(); ++l) write_update_state(l);
     }
+    if (logging::enabled(log_level::info))
+      logging::info("trainer", Tgt::name, ", ", stages, stages == 1 ? " IPU: " : " IPUs: ", node_count_v<G>, " layers; ",
+                    detail::describe(Opts), "; ", batches().to_string(), "; ", name_of(Mode), " mode, ", team_->size(),
+                    " threads");
   }
 
   /// One step of softmax cross-entropy training on a batch: `input` holds the graph's input
@@ -204,6 +210,7 @@ class trainer {
   {
     const float l = backward(input, labels);
     update();
+    log_step(l);
     return l;
   }
   /// One step of mean-squared-error training: `targets` holds the output's values for each
@@ -213,6 +220,7 @@ class trainer {
   {
     const float l = backward(input, targets);
     update();
+    log_step(l);
     return l;
   }
 
@@ -300,6 +308,10 @@ class trainer {
   /// With dynamic loss scaling, gradients holding an infinity or a NaN are not applied: the
   /// step is skipped (`skipped_steps()`) and the scale halved.
   void update() {
+    if (overflow_ && logging::enabled(log_level::warn))
+      logging::warn("trainer", "step ", steps_ + skipped_ + 1, ": a gradient is not finite (an f16 overflow, or a NaN); ",
+                    Opts.loss_scaling.dynamic ? "the step is skipped and the loss scale halved"
+                                              : "the update applies it: lower the loss scale or scale it dynamically");
     if constexpr (Opts.loss_scaling.dynamic) {
       if (overflow_) {
         scale_ = std::max(1.0f, scale_ / 2);
@@ -451,6 +463,12 @@ class trainer {
   using pipeline_checked = decltype(detail::check_pipeline<G, Opts>());  // a compile error for a pipeline that cannot run
   static constexpr const auto& table() noexcept { return node_table_v<G>; }
   static constexpr bool faithful = Mode == execution_mode::faithful;
+
+  /// At `debug`, the step just taken: its loss, the learning rate and the loss scale after it.
+  void log_step(float loss) const {
+    logging::debug("trainer", "step ", steps_ + skipped_, ": loss ", loss, ", learning rate ", learning_rate(), ", loss scale ",
+                   scale_, overflow_ ? " (skipped)" : "");
+  }
   using image_t = typename detail::trainer_image<Mode, ipu::training<G, Opts>, Tgt, PlanOpts, element_type>::type;
 
   /// The optimiser's update of layer `l`, at step `o`; in "16.16" rounds its weights and state

@@ -16,8 +16,8 @@
 ///     graph); the **optimiser state**, `optimizer::state_tensors()` tensors per trainable tensor,
 ///     in the wider of the two types (with `Opts.shard_optimizer_state` on a target of `R`
 ///     replicas, `ipu::replicated<System, R>`, a replica's share of each: `ceil(E / R)` of its
-///     `E` elements, mapped with the linear rule from tile 0, as Poplar pads a sharded tensor to
-///     a multiple of the replicas and gives each a slice); the **code**: inference's, plus a backward step's
+///     `E` elements, so that the shares of the `R` replicas cover it, mapped with the linear
+///     rule from tile 0); the **code**: inference's, plus a backward step's
 ///     (twice a forward step's vertices and worklists for a convolution or dense layer, whose
 ///     backward is two convolutions, the input's gradient and the weights'; once for the others),
 ///     an update vertex on every tile holding a trainable tensor, each op's codelets twice

@@ -129,8 +129,8 @@ inline void log_run(std::string_view component, const run_stats& s) {
   }
   if (s.infeed_ran_dry > 0)
     logging::warn(component, "the infeed ran dry at ", s.infeed_ran_dry, " of ", s.iterations,
-                  " iterations and the run waited for the producer: feed it faster (a deeper prefetch, more "
-                  "producer threads) to keep the engine busy");
+                  " iterations: the run waited for the producer, which is slower than the engine (prepare the "
+                  "batches on more threads, or do less to each)");
 }
 
 }  // namespace runtime

@@ -78,8 +78,9 @@ constexpr std::string_view usage =
     "  --mode fast|faithful   fast: host tensors; faithful: every tile's 624 KiB memory image,\n"
     "                         exchange copied between tiles (several times slower) (default fast)\n"
     "  --threads N            host threads (default 0: one per hardware thread)\n"
-    "  --report DIR           write DIR/profile.json (the cycle model and host times per layer)\n"
-    "                         and DIR/memory.txt (the memory plan), as autoReport.all does\n"
+    "  --report DIR           write DIR/profile.json (the cycle model and host times per layer),\n"
+    "                         DIR/memory.txt and DIR/memory.json (the memory plan), as\n"
+    "                         autoReport.all does\n"
     "  --help                 this text\n"
     "\n"
     "The batch size (4) is part of the model's type (ipu::models::resnext<ipu::f16, 4, 101, ...>):\n"
@@ -181,11 +182,13 @@ batch_t synthetic_batch() {
 void write_report(const std::filesystem::path& dir, const engine_t& engine) {
   std::filesystem::create_directories(dir);
   engine.profile().write_json((dir / "profile.json").string());
+  const ipu::memory_report_t report = ipu::memory_report<model_t, target_t, opts>();
   std::ofstream memory(dir / "memory.txt");
-  memory << ipu::memory_report<model_t, target_t, opts>();
+  memory << report;
   if (!memory) throw std::runtime_error("cannot write " + (dir / "memory.txt").string());
-  std::cout << "Report written to " << (dir / "profile.json").string() << " and " << (dir / "memory.txt").string()
-            << "\n";
+  report.write_json((dir / "memory.json").string());
+  std::cout << "Report written to " << (dir / "profile.json").string() << ", " << (dir / "memory.txt").string() << " and "
+            << (dir / "memory.json").string() << "\n";
 }
 
 int run(const settings& s) {

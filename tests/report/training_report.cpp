@@ -3,11 +3,14 @@
 #include <ipu/ipu.hpp>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "support/targets.hpp"
 
 #include <cstdint>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace nn = ipu::nn;
 
@@ -100,4 +103,46 @@ TEST_CASE("the summary of a training configuration adds the optimiser, the value
   CHECK(sixteen.find("learning rate 0.5, cosine decay over 1,000 steps to 0 times it, after 50 steps of linear warm-up\n") !=
         std::string::npos);
   CHECK(sixteen.find("f32 master copies: 0; optimiser state: 0 values\n") != std::string::npos);
+}
+
+TEST_CASE("the training memory report as JSON: each step's bytes over the IPU's tiles, each tile's peak, each phase") {
+  const ipu::training_memory_report_t r = ipu::memory_report<training_t, tiny>();
+  constexpr auto& p = ipu::plan_v<training_t, tiny>;
+  std::ostringstream text;
+  r.write_json(text);
+  const nlohmann::json j = nlohmann::json::parse(text.str());
+  const auto by_category = [](const ipu::training_bytes& m) {
+    std::vector<std::int64_t> v;
+    for (int c = 0; c < ipu::training_category_count; ++c) v.push_back(m[ipu::training_category{static_cast<std::uint8_t>(c)}]);
+    return v;
+  };
+  CHECK(j["target"] == "mk2-small");
+  CHECK(j["categories"].size() == 9);
+  CHECK(j["categories"][4] == "stashed activations");
+  CHECK(j["training"] == "Adam (2 state tensors), master weights f32, recompute per block");
+  CHECK(j["state_shards"] == 1);
+  CHECK(j["peak"] == p.ipus[0].peak);
+  CHECK(j["layers"].size() == p.size);
+  // Each step: the bytes of all the tiles while it runs, summed here from the plan's usage.
+  REQUIRE(j["steps"].size() == p.step_count);
+  for (int s = 0; s < static_cast<int>(p.step_count); ++s) {
+    const nlohmann::json& step = j["steps"][static_cast<std::size_t>(s)];
+    CHECK(step["node"] == p.steps[static_cast<std::size_t>(s)].node);
+    CHECK(step["phase"] == std::string(ipu::name_of(p.steps[static_cast<std::size_t>(s)].phase)));
+    ipu::training_bytes sum;
+    for (int t = 0; t < 16; ++t) sum += p.usage(t, s);
+    CHECK(step["ipu_bytes"].get<std::vector<std::int64_t>>() == by_category(sum));
+  }
+  // Each tile: [step, bytes...] of its peak.
+  REQUIRE(j["tiles"].size() == 16);
+  for (int t = 0; t < 16; ++t) {
+    const std::vector<std::int64_t> tile = j["tiles"][static_cast<std::size_t>(t)].get<std::vector<std::int64_t>>();
+    REQUIRE(tile.size() == 10);
+    CHECK(std::vector<std::int64_t>(tile.begin() + 1, tile.end()) == by_category(p.usage(t, static_cast<int>(tile[0]))));
+    CHECK(tile[0] == r.tiles[static_cast<std::size_t>(t)].step);
+  }
+  REQUIRE(j["phases"].size() == 4);
+  CHECK(j["phases"][2]["phase"] == "update");
+  CHECK(j["phases"][2]["steps"] == r.phase_steps[2]);
+  CHECK(j["phases"][1]["compute_cycles"] == p.phase_cycles()[1].compute);
 }

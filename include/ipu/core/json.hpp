@@ -1,10 +1,12 @@
 #pragma once
 /// \file
-/// Writes text as a JSON string, for ipu's JSON output (the profile): every name a user can
-/// choose (a target's, a layer path) goes through it.
+/// Writes text as a JSON string, for ipu's JSON output (the profile, the memory report): every
+/// name a user can choose (a target's, a layer path) goes through it; and writes a JSON file.
 
+#include <fstream>
 #include <ios>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -48,5 +50,16 @@ struct json_string {
     return os.write(out.data(), static_cast<std::streamsize>(out.size()));
   }
 };
+
+/// Writes file `path` with `write(stream)`; throws `std::runtime_error`, naming `who`, if it
+/// cannot open or write it.
+template <class Write>
+void write_file(const std::string& path, std::string_view who, Write&& write) {
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error(std::string(who) + ": cannot write " + path);
+  write(f);
+  f.flush();
+  if (!f) throw std::runtime_error(std::string(who) + ": error writing " + path);
+}
 
 }  // namespace ipu::detail

@@ -152,6 +152,13 @@ struct training_bytes {
     temporaries += o.temporaries, exchange += o.exchange;
     return *this;
   }
+  /// Subtracts the bytes of \p o category by category; returns `*this`.
+  constexpr training_bytes& operator-=(const training_bytes& o) noexcept {
+    weights -= o.weights, master_weights -= o.master_weights, optimizer_state -= o.optimizer_state, code -= o.code;
+    activations -= o.activations, recomputed -= o.recomputed, gradients -= o.gradients;
+    temporaries -= o.temporaries, exchange -= o.exchange;
+    return *this;
+  }
   /// Equal when every category holds the same bytes.
   constexpr bool operator==(const training_bytes&) const = default;
 

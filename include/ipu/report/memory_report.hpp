@@ -13,6 +13,8 @@
 /// step, as `plan::usage` does (which would make it O(T x N^2)).
 
 #include <ipu/core/format.hpp>
+#include <ipu/core/json.hpp>
+#include <ipu/core/stream_state.hpp>
 #include <ipu/graph/compose.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/memory.hpp>
@@ -27,7 +29,9 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iomanip>
+#include <optional>
 #include <ostream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -56,11 +60,12 @@ struct memory_report_t {
     memory_bytes bytes{};   ///< the tile's bytes at its peak, by category; `bytes.total()` is the peak
   };
 
-  /// The fullest tile while one node's step runs.
+  /// The fullest tile while one node's step runs, and the IPU's memory then.
   struct layer_peak {
     int node = -1;          ///< the node (and step) index in the node table
     int tile = -1;          ///< lowest on a tie
     memory_bytes bytes{};   ///< that tile's bytes during the step, by category
+    memory_bytes ipu_bytes{};  ///< the bytes of all the IPU's tiles during the step, by category
   };
 
   /// A layer whose fullest tile needs more transients than the available memory proportion.
@@ -111,6 +116,27 @@ struct memory_report_t {
   /// The report as text.
   std::string str() const;
 
+  /// Writes the report as JSON, every name through `detail::json_string`:
+  ///
+  ///     {"target": "mk2", "tiles": 1472, "bytes_per_tile": 638976, "fits": true,
+  ///      "categories": ["weights", "code", "activations", "temporaries", "exchange"],
+  ///      "layers": [{"node": 0, "path": "input", "op": "input", "ipu": 0}, ...],
+  ///      "ipus": 1, "ipu_reports": [{"ipu": 0, "capacity": 638976, "cycles": ..., "peak": ..., "peak_tile": ...,
+  ///                       "peak_step": ..., "at_peak": [...], "totals": [...], "histogram": [...],
+  ///                       "tiles": [[step, weights, code, activations, temporaries, exchange], ...],
+  ///                       "steps": [{"node": 3, "tile": 17, "bytes": [...], "ipu_bytes": [...]}, ...],
+  ///                       "over_bound": [{"node": 5, "transient_bytes": ..., "bound": ...}]}]}
+  ///
+  /// Bytes by category are arrays in the order of `"categories"`. Per tile: the node at its
+  /// peak (-1 if its IPU runs none) and its bytes there; per step of the IPU: the fullest tile
+  /// and its bytes, and the IPU's, all its tiles summed (its memory over time). A tile's bytes
+  /// are those in use (`plan::usage`); `"peak"` is the plan's, alignment and gaps included.
+  void write_json(std::ostream& os) const;
+  /// Writes the JSON report to `path`; throws `std::runtime_error` if it cannot.
+  void write_json(const std::string& path) const {
+    detail::write_file(path, "ipu::memory_report", [&](std::ostream& os) { write_json(os); });
+  }
+
   /// Prints the report.
   friend std::ostream& operator<<(std::ostream& os, const memory_report_t& r) { return os << r.str(); }
 };
@@ -158,6 +184,7 @@ memory_report_t::ipu_report report_ipu(const plan<N, Ipus>& p, int ipu) {
         if (tp.step < 0 || m.total() > tp.bytes.total()) tp.step = s, tp.bytes = m;
         memory_report_t::layer_peak& lp = r.layers[layer++];
         if (lp.tile < 0 || m.total() > lp.bytes.total()) lp.tile = t, lp.bytes = m;
+        lp.ipu_bytes += m;
       }
       live -= leaving[static_cast<std::size_t>(s)];
     }
@@ -287,7 +314,72 @@ inline void print_ipu(std::ostream& os, const memory_report_t& r, const memory_r
        << grouped(w.bound) << " bytes); no split meets it, so, as in PopLibs, the bound is doubled until one does\n";
 }
 
+/// Writes `m`'s bytes of each of its `Count` categories (`Category` 0 to `Count - 1`) as a
+/// JSON array, after `step` if given: `[step, bytes...]`.
+template <class Category, int Count, class Bytes>
+void write_json_bytes(std::ostream& os, const Bytes& m, std::optional<int> step = std::nullopt) {
+  os << '[';
+  if (step) os << *step << ", ";
+  for (int c = 0; c < Count; ++c) os << (c ? ", " : "") << m[Category{static_cast<std::uint8_t>(c)}];
+  os << ']';
+}
+
+/// Writes the head every JSON memory report starts with: `{"target": ..., "tiles": ...,
+/// "bytes_per_tile": ..., "fits": ..., "categories": [...], "layers": [...]`, the names of the
+/// `Count` categories of type `Category`, and each node's index, path, op and IPU.
+template <class Category, int Count>
+void write_json_head(std::ostream& os, std::string_view target, const chip_spec& chip, bool fits, std::span<const node> nodes) {
+  os << "{\n  \"target\": " << json_string{target} << ",\n  \"tiles\": " << chip.tiles << ",\n  \"bytes_per_tile\": "
+     << chip.bytes_per_tile << ",\n  \"fits\": " << (fits ? "true" : "false") << ",\n  \"categories\": [";
+  for (int c = 0; c < Count; ++c) os << (c ? ", " : "") << json_string{name_of(Category{static_cast<std::uint8_t>(c)})};
+  os << "],\n  \"layers\": [";
+  for (std::size_t j = 0; j < nodes.size(); ++j)
+    os << (j ? "," : "") << "\n    {\"node\": " << j << ", \"path\": " << json_string{nodes[j].path.view()}
+       << ", \"op\": " << json_string{name_of(nodes[j].kind)} << ", \"ipu\": " << nodes[j].ipu << "}";
+  os << "\n  ]";
+}
+
 }  // namespace detail
+
+inline void memory_report_t::write_json(std::ostream& os) const {
+  const detail::stream_state keep(os);
+  const auto bytes = [&](const memory_bytes& m, std::optional<int> step = std::nullopt) {
+    detail::write_json_bytes<memory_category, memory_category_count>(os, m, step);
+  };
+  detail::write_json_head<memory_category, memory_category_count>(os, target, chip, fits, nodes);
+  os << ",\n  \"ipus\": " << ipu_count << ",\n  \"ipu_reports\": [";
+  for (std::size_t i = 0; i < ipus.size(); ++i) {
+    const ipu_report& r = ipus[i];
+    os << (i ? "," : "") << "\n    {\"ipu\": " << r.ipu << ", \"capacity\": " << r.plan.capacity << ", \"cycles\": " << r.plan.cycles
+       << ", \"peak\": " << r.plan.peak << ", \"peak_tile\": " << r.plan.peak_tile << ", \"peak_step\": " << r.plan.peak_step
+       << ", \"at_peak\": ";
+    bytes(r.plan.at_peak);
+    os << ", \"totals\": ";
+    bytes(r.plan.totals);
+    os << ", \"histogram\": [";
+    for (std::size_t b = 0; b < r.histogram.size(); ++b) os << (b ? ", " : "") << r.histogram[b];
+    os << "],\n     \"tiles\": [";
+    for (std::size_t t = 0; t < r.tiles.size(); ++t) {
+      os << (t ? ", " : "");
+      bytes(r.tiles[t].bytes, r.tiles[t].step);
+    }
+    os << "],\n     \"steps\": [";
+    for (std::size_t k = 0; k < r.layers.size(); ++k) {
+      const layer_peak& l = r.layers[k];
+      os << (k ? "," : "") << "\n       {\"node\": " << l.node << ", \"tile\": " << l.tile << ", \"bytes\": ";
+      bytes(l.bytes);
+      os << ", \"ipu_bytes\": ";
+      bytes(l.ipu_bytes);
+      os << '}';
+    }
+    os << "],\n     \"over_bound\": [";
+    for (std::size_t k = 0; k < r.warnings.size(); ++k)
+      os << (k ? ", " : "") << "{\"node\": " << r.warnings[k].node << ", \"transient_bytes\": " << r.warnings[k].transient_bytes
+         << ", \"bound\": " << r.warnings[k].bound << '}';
+    os << "]}";
+  }
+  os << "\n  ]\n}\n";
+}
 
 inline std::string memory_report_t::str() const {
   std::ostringstream os;

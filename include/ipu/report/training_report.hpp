@@ -10,6 +10,8 @@
 /// tiles, N nodes and S steps: each tile's buffers enter a difference array over the steps.
 
 #include <ipu/plan/training.hpp>
+#include <ipu/core/json.hpp>
+#include <ipu/core/stream_state.hpp>
 #include <ipu/report/memory_report.hpp>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iomanip>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -59,6 +62,8 @@ struct training_memory_report_t {
   std::int64_t total_cycles = 0;                ///< of the whole step
   std::array<int, buckets + 1> histogram{};     ///< tiles per bucket of `peak / capacity`
   std::vector<tile_peak> fullest;  ///< the fullest tiles, fullest first (lowest tile on a tie)
+  /// By step: the bytes of all the IPU's tiles while it runs, by category (its memory over time).
+  std::vector<training_bytes> ipu_bytes;
   bool fits = true;            ///< the plan fits
 
   /// `"backward stage4.block1.conv2"`: the phase and layer of step `s`, or `"-"` for none.
@@ -70,6 +75,20 @@ struct training_memory_report_t {
 
   /// The report as text.
   std::string str() const;
+
+  /// Writes the report as JSON, as `memory_report_t::write_json` does, with the training
+  /// plan's nine categories: the head (target, tiles, `"categories"`, `"layers"`), then
+  /// `"training"` (the configuration in words), `"state_shards"`, the plan's `"capacity"`,
+  /// `"peak"`, `"peak_tile"`, `"peak_step"`, `"at_peak"` and `"totals"`, `"histogram"`;
+  /// `"steps"`: each step's node, phase and `"ipu_bytes"` (all the tiles summed); `"phases"`:
+  /// each phase's steps, cycles (compute, exchange, sync) and fullest tile; `"tiles"`: each
+  /// tile's peak as `[step, bytes...]`. Bytes by category are arrays in the order of
+  /// `"categories"`.
+  void write_json(std::ostream& os) const;
+  /// Writes the JSON report to `path`; throws `std::runtime_error` if it cannot.
+  void write_json(const std::string& path) const {
+    detail::write_file(path, "ipu::memory_report", [&](std::ostream& os) { write_json(os); });
+  }
 
   /// Prints the report.
   friend std::ostream& operator<<(std::ostream& os, const training_memory_report_t& r) { return os << r.str(); }
@@ -86,6 +105,46 @@ inline void print_training_categories(std::ostream& os, const training_bytes& m)
 }
 
 }  // namespace detail
+
+inline void training_memory_report_t::write_json(std::ostream& os) const {
+  const detail::stream_state keep(os);
+  const auto bytes = [&](const training_bytes& m, std::optional<int> step = std::nullopt) {
+    detail::write_json_bytes<training_category, training_category_count>(os, m, step);
+  };
+  detail::write_json_head<training_category, training_category_count>(os, target, chip, fits, nodes);
+  os << ",\n  \"training\": " << detail::json_string{detail::describe(train)} << ",\n  \"state_shards\": " << state_shards
+     << ",\n  \"capacity\": " << plan.capacity << ",\n  \"peak\": " << plan.peak << ",\n  \"peak_tile\": " << plan.peak_tile
+     << ",\n  \"peak_step\": " << plan.peak_step << ",\n  \"at_peak\": ";
+  bytes(plan.at_peak);
+  os << ",\n  \"totals\": ";
+  bytes(plan.totals);
+  os << ",\n  \"histogram\": [";
+  for (std::size_t b = 0; b < histogram.size(); ++b) os << (b ? ", " : "") << histogram[b];
+  os << "],\n  \"steps\": [";
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    os << (s ? "," : "") << "\n    {\"node\": " << steps[s].node << ", \"phase\": " << detail::json_string{name_of(steps[s].phase)}
+       << ", \"ipu_bytes\": ";
+    bytes(ipu_bytes[s]);
+    os << '}';
+  }
+  os << "\n  ],\n  \"phases\": [";
+  for (int ph = 0; ph < phase_count; ++ph) {
+    const step_cycles& c = phase_cycles[static_cast<std::size_t>(ph)];
+    const tile_peak& f = phases[static_cast<std::size_t>(ph)];
+    os << (ph ? "," : "") << "\n    {\"phase\": " << detail::json_string{name_of(step_phase{static_cast<std::uint8_t>(ph)})}
+       << ", \"steps\": " << phase_steps[static_cast<std::size_t>(ph)] << ", \"compute_cycles\": " << c.compute
+       << ", \"exchange_cycles\": " << c.exchange << ", \"sync_cycles\": " << c.sync << ", \"fullest_tile\": " << f.tile
+       << ", \"fullest\": ";
+    bytes(f.bytes, f.step);
+    os << '}';
+  }
+  os << "\n  ],\n  \"tiles\": [";
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
+    os << (t ? ", " : "");
+    bytes(tiles[t].bytes, tiles[t].step);
+  }
+  os << "]\n}\n";
+}
 
 inline std::string training_memory_report_t::str() const {
   using detail::grouped, detail::percent;
@@ -194,22 +253,30 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
   // sum is the tile's dynamic bytes at each step.
   const int tiles = p.chip().tiles;
   r.tiles.resize(static_cast<std::size_t>(tiles));
-  std::vector<std::int64_t> delta(S + 1);
+  std::vector<training_bytes> delta(S + 1);
+  r.ipu_bytes.assign(S, training_bytes{});
   for (int t = 0; t < tiles; ++t) {
-    std::fill(delta.begin(), delta.end(), std::int64_t{0});
+    std::fill(delta.begin(), delta.end(), training_bytes{});
     p.for_each_buffer([&](const training_buffer& b) {
-      const std::int64_t bytes = p.bytes_on(b, t).not_always_live();
+      const training_bytes bytes = p.bytes_on(b, t);
       delta[static_cast<std::size_t>(b.first)] += bytes;
       delta[static_cast<std::size_t>(b.last) + 1] -= bytes;
     });
-    const std::int64_t always = p.tensors_on(t).total() + p.code_on(t);  // a pipeline stage's stash too
+    training_bytes always_bytes = p.tensors_on(t);  // a pipeline stage's stash too
+    always_bytes.code = p.code_on(t);
+    const std::int64_t always = always_bytes.total();
+    training_bytes dynamic{};
     std::int64_t live = 0;
     std::array<std::int64_t, training_memory_report_t::phase_count> phase_most{-1, -1, -1, -1};
     std::array<int, training_memory_report_t::phase_count> phase_step{-1, -1, -1, -1};
     int best = -1;
     std::int64_t most = -1;
     for (int s = 0; s < static_cast<int>(S); ++s) {
-      live += delta[static_cast<std::size_t>(s)];
+      dynamic += delta[static_cast<std::size_t>(s)];
+      live = dynamic.not_always_live();
+      training_bytes& on_ipu = r.ipu_bytes[static_cast<std::size_t>(s)];
+      on_ipu += always_bytes;
+      on_ipu += dynamic;
       if (live > most) most = live, best = s;
       const auto ph = static_cast<std::size_t>(p.steps[static_cast<std::size_t>(s)].phase);
       if (live > phase_most[ph]) phase_most[ph] = live, phase_step[ph] = s;

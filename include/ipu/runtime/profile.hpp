@@ -215,10 +215,7 @@ class profile {
   }
   /// Writes the JSON profile to `path`; throws `std::runtime_error` if it cannot.
   void write_json(const std::string& path) const {
-    std::ofstream f(path);
-    if (!f) throw std::runtime_error("ipu::profile: cannot write " + path);
-    write_json(f);
-    if (!f) throw std::runtime_error("ipu::profile: error writing " + path);
+    detail::write_file(path, "ipu::profile", [&](std::ostream& os) { write_json(os); });
   }
 
   /// A summary: the model's totals and per IPU, the measured host figures, and the ten

@@ -266,14 +266,13 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
     always_bytes.code = p.code_on(t);
     const std::int64_t always = always_bytes.total();
     training_bytes dynamic{};
-    std::int64_t live = 0;
     std::array<std::int64_t, training_memory_report_t::phase_count> phase_most{-1, -1, -1, -1};
     std::array<int, training_memory_report_t::phase_count> phase_step{-1, -1, -1, -1};
     int best = -1;
     std::int64_t most = -1;
     for (int s = 0; s < static_cast<int>(S); ++s) {
       dynamic += delta[static_cast<std::size_t>(s)];
-      live = dynamic.not_always_live();
+      const std::int64_t live = dynamic.not_always_live();
       training_bytes& on_ipu = r.ipu_bytes[static_cast<std::size_t>(s)];
       on_ipu += always_bytes;
       on_ipu += dynamic;

@@ -42,7 +42,6 @@
 #include <ostream>
 #include <stdexcept>
 #include <span>
-#include <sstream>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -122,11 +121,7 @@ bool runs_dry(const Infeed& in, std::size_t wanted = 1) {
 
 /// At `info`, what run `s` of `component` did; at `warn`, that its infeed ran dry.
 inline void log_run(std::string_view component, const run_stats& s) {
-  if (logging::enabled(log_level::info)) {
-    std::ostringstream os;
-    os << "run: " << s;
-    logging::info(component, os.str());
-  }
+  logging::info(component, "run: ", s);
   if (s.infeed_ran_dry > 0)
     logging::warn(component, "the infeed ran dry at ", s.infeed_ran_dry, " of ", s.iterations,
                   " iterations: the run waited for the producer, which is slower than the engine (prepare the "

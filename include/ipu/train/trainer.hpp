@@ -308,7 +308,7 @@ class trainer {
   /// With dynamic loss scaling, gradients holding an infinity or a NaN are not applied: the
   /// step is skipped (`skipped_steps()`) and the scale halved.
   void update() {
-    if (overflow_ && logging::enabled(log_level::warn))
+    if (overflow_)
       logging::warn("trainer", "step ", steps_ + skipped_ + 1, ": a gradient is not finite (an f16 overflow, or a NaN); ",
                     Opts.loss_scaling.dynamic ? "the step is skipped and the loss scale halved"
                                               : "the update applies it: lower the loss scale or scale it dynamically");

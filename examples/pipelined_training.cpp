@@ -14,13 +14,19 @@
 // takes seconds, not hours, on a fixed window of synthetic images and labels, and prints each
 // step's loss (falling as it learns the window) and the trainer's profile.
 //
-//   pipelined_training [--steps N] [--threads N] [--plans-only]
+// --report DIR writes DIR/report.html, the page of the full configuration's plan (IPU 0's tiles
+// over a training step, the phases, the window over both stages), and DIR/host.html, the host
+// run's, with the host times the trainer measured.
+//
+//   pipelined_training [--steps N] [--threads N] [--plans-only] [--report DIR]
 #include <ipu/ipu.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,6 +73,7 @@ struct settings {
   int steps = 3;
   unsigned threads = 0;  // 0: one per hardware thread
   bool plans_only = false;
+  std::optional<std::filesystem::path> report;
 };
 
 bool parse(int argc, char** argv, settings& s) {
@@ -77,6 +84,11 @@ bool parse(int argc, char** argv, settings& s) {
       continue;
     }
     if (i + 1 >= argc) return false;
+    if (arg == "--report") {
+      if (argv[++i][0] == '\0') return false;
+      s.report = std::filesystem::path(argv[i]);
+      continue;
+    }
     char* end = nullptr;
     const long value = std::strtol(argv[++i], &end, 10);
     if (*end != '\0') return false;
@@ -92,11 +104,18 @@ bool parse(int argc, char** argv, settings& s) {
 int main(int argc, char** argv) {
   settings s;
   if (!parse(argc, argv, s)) {
-    std::cerr << "usage: pipelined_training [--steps N (1-1000)] [--threads N] [--plans-only]\n";
+    std::cerr << "usage: pipelined_training [--steps N (1-1000)] [--threads N] [--plans-only] [--report DIR]\n";
     return 2;
   }
   print_plan("ResNeXt-101 32x4d, 224x224 f16, micro-batch 2, 16 per update, grouped over two Mk2s:",
              ipu::plan_v<full_t, two_mk2>);
+  if (s.report) {
+    std::filesystem::create_directories(*s.report);
+    const std::string path = (*s.report / "report.html").string();
+    ipu::make_html_report<full_t, two_mk2>("ResNeXt-101 32x4d training, 224x224 f16, micro-batch 2 x 16, grouped over two Mk2s")
+        .write(path);
+    std::cout << "Report written to " << path << '\n';
+  }
   if (s.plans_only) return 0;
 
   host_trainer_t trainer(ipu::weights<host_net_t>::random(1), {.threads = s.threads});
@@ -117,6 +136,13 @@ int main(int argc, char** argv) {
     std::cout << "step " << step << ": loss " << last << '\n';
   }
   std::cout << trainer.profile();
+  if (s.report) {
+    const std::string path = (*s.report / "host.html").string();
+    ipu::make_html_report<ipu::training<host_net_t, pipelined<4>>, two_mk2>(
+        "ResNeXt-101 32x4d training on the host, 32x32 f16, micro-batch 2 x 4", trainer.profile())
+        .write(path);
+    std::cout << "Report written to " << path << '\n';
+  }
   if (!std::isfinite(last) || (s.steps >= 3 && !(last < first))) {
     std::cerr << "pipelined_training: the loss did not fall (" << first << " to " << last << ")\n";
     return 1;

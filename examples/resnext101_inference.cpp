@@ -78,8 +78,9 @@ constexpr std::string_view usage =
     "  --mode fast|faithful   fast: host tensors; faithful: every tile's 624 KiB memory image,\n"
     "                         exchange copied between tiles (several times slower) (default fast)\n"
     "  --threads N            host threads (default 0: one per hardware thread)\n"
-    "  --report DIR           write DIR/profile.json (the cycle model and host times per layer),\n"
-    "                         DIR/memory.txt and DIR/memory.json (the memory plan), as\n"
+    "  --report DIR           write DIR/report.html (memory, cycles and host times, to open in a\n"
+    "                         browser), DIR/profile.json (the cycle model and host times per\n"
+    "                         layer), DIR/memory.txt and DIR/memory.json (the memory plan), as\n"
     "                         autoReport.all does\n"
     "  --help                 this text\n"
     "\n"
@@ -181,14 +182,18 @@ batch_t synthetic_batch() {
 
 void write_report(const std::filesystem::path& dir, const engine_t& engine) {
   std::filesystem::create_directories(dir);
-  engine.profile().write_json((dir / "profile.json").string());
-  const ipu::memory_report_t report = ipu::memory_report<model_t, target_t, opts>();
-  std::ofstream memory(dir / "memory.txt");
-  memory << report;
-  if (!memory) throw std::runtime_error("cannot write " + (dir / "memory.txt").string());
-  report.write_json((dir / "memory.json").string());
-  std::cout << "Report written to " << (dir / "profile.json").string() << ", " << (dir / "memory.txt").string() << " and "
-            << (dir / "memory.json").string() << "\n";
+  const std::string html = (dir / "report.html").string(), profile = (dir / "profile.json").string(),
+                    text = (dir / "memory.txt").string(), json = (dir / "memory.json").string();
+  const ipu::html_report report = ipu::make_html_report<model_t, target_t, opts>(
+      "ResNeXt-101 32x4d, f16, batch " + std::to_string(batch_size), engine.profile());
+  report.write(html);
+  report.profile.write_json(profile);
+  std::ofstream memory(text);
+  memory << report.memory;
+  if (!memory) throw std::runtime_error("cannot write " + text);
+  report.memory.write_json(json);
+  std::cout << "Report written to " << html << " (open it in a browser), with " << profile << ", " << text << " and "
+            << json << "\n";
 }
 
 int run(const settings& s) {

@@ -24,8 +24,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -191,9 +193,10 @@ ipu::weights<G> same_weights(const ipu::weights<model_t>& w) {
 
 // Runs one batch of `x` through `G` on `Target` in fast mode; prints the host time and the
 // simulated throughput, and returns the output.
+// Its profile, with the host time of each step, goes to `measured`.
 template <class G, class Target>
 ipu::output_tensor_t<G> run(std::ostream& os, const char* title, const ipu::weights<model_t>& w,
-                            const ipu::input_tensor_t<G>& x, unsigned threads) {
+                            const ipu::input_tensor_t<G>& x, unsigned threads, ipu::profile& measured) {
   ipu::engine<G, Target, opts> engine{same_weights<G>(w), {.mode = ipu::execution_mode::fast, .threads = threads}};
   const auto start = std::chrono::steady_clock::now();
   ipu::output_tensor_t<G> y = engine.infer(x);
@@ -207,11 +210,17 @@ ipu::output_tensor_t<G> run(std::ostream& os, const char* title, const ipu::weig
      << " host threads; image 0's top class " << top << "; simulated " << std::setprecision(1)
      << p.simulated_images_per_second() << " images/s, " << p.pipelined_images_per_second()
      << " images/s pipelined over the IPUs\n";
+  measured = p;
   return y;
 }
 
+// The two placements' profiles: the cycle model's, with host times once a batch ran.
+struct profiles {
+  ipu::profile by_hand, auto_shard;
+};
+
 // One batch through both placements; true when they agree bit for bit.
-bool run_both(std::ostream& os, unsigned threads) {
+bool run_both(std::ostream& os, unsigned threads, profiles& measured) {
   const auto w = ipu::weights<model_t>::random(42);
   ipu::input_tensor_t<by_hand_t> x;
   std::uint64_t state = 7;
@@ -220,13 +229,23 @@ bool run_both(std::ostream& os, unsigned threads) {
     v = ipu::f16(static_cast<float>(state >> 40) / static_cast<float>(1ull << 23) - 1.0f);
   }
   os << "one batch of " << batch << " synthetic images, weights random(42), fast mode:\n";
-  const auto by_hand_y = run<by_hand_t, two_mk2>(os, "by hand    ", w, x, threads);
+  const auto by_hand_y = run<by_hand_t, two_mk2>(os, "by hand    ", w, x, threads, measured.by_hand);
   ipu::input_tensor_t<auto_sharded_t> x2;
   std::copy(x.begin(), x.end(), x2.begin());
-  const auto auto_y = run<auto_sharded_t, m2000>(os, "auto_shard ", w, x2, threads);
+  const auto auto_y = run<auto_sharded_t, m2000>(os, "auto_shard ", w, x2, threads, measured.auto_shard);
   const bool same = std::memcmp(by_hand_y.data(), auto_y.data(), by_hand_y.size() * sizeof(by_hand_y[0])) == 0;
   os << "  the two placements' outputs are " << (same ? "bit-identical" : "DIFFERENT") << '\n';
   return same;
+}
+
+// DIR/report.html: auto_shard's placement beside the hand's (open it in a browser).
+void write_report(const std::filesystem::path& dir, const profiles& p) {
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "report.html").string();
+  const std::string title = "ResNeXt-101 32x4d, f16, batch " + std::to_string(batch);
+  const ipu::html_report by_hand = ipu::make_html_report<by_hand_t, two_mk2, opts>(title + ", by hand", p.by_hand);
+  ipu::make_html_report<auto_sharded_t, m2000, opts>(title + ", auto_shard", p.auto_shard).write(path, &by_hand);
+  std::cout << "Report written to " << path << " (auto_shard against the hand's placement)\n";
 }
 
 }  // namespace
@@ -234,17 +253,19 @@ bool run_both(std::ostream& os, unsigned threads) {
 int main(int argc, char** argv) {
   bool run_network = true;
   unsigned threads = 0;
+  std::optional<std::filesystem::path> report;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::cout << "usage: sharded_inference [--plans-only] [--threads N]\n"
+      std::cout << "usage: sharded_inference [--plans-only] [--threads N] [--report DIR]\n"
                    "Shows that ResNeXt-101 32x4d (f16, 224x224x4) at batch "
                 << batch
                 << " does not fit one Mk2 IPU, then places it\n"
                    "over two Mk2s by hand (ipu::on<>) and with ipu::auto_shard over four, and prints each IPU's\n"
                    "memory from the plan computed at compile time. Then it runs one batch through each placement\n"
                    "on the host (fast mode, N host threads; 0, the default, is one per core) and checks that both\n"
-                   "give the same bits; --plans-only skips that. The batch size is part of the graph's type, so it\n"
-                   "is fixed when the program is compiled.\n";
+                   "give the same bits; --plans-only skips that. --report DIR writes DIR/report.html, the two\n"
+                   "placements side by side (with the host times of the batch unless --plans-only). The batch size\n"
+                   "is part of the graph's type, so it is fixed when the program is compiled.\n";
       return 0;
     }
     if (std::strcmp(argv[i], "--plans-only") == 0) {
@@ -257,13 +278,21 @@ int main(int argc, char** argv) {
         return 2;
       }
       threads = static_cast<unsigned>(n);
+    } else if (std::strcmp(argv[i], "--report") == 0 && i + 1 < argc && argv[i + 1][0] != '\0') {
+      report = std::filesystem::path(argv[++i]);
     } else {
       std::cerr << "sharded_inference: unknown argument '" << argv[i] << "' (try --help)\n";
       return 2;
     }
   }
   print_report(std::cout);
-  if (!run_network) return 0;
-  std::cout << '\n';
-  return run_both(std::cout, threads) ? 0 : 1;
+  // Without a run, the profiles are the plans' alone.
+  profiles measured{ipu::plan_profile<by_hand_t, two_mk2, opts>(), ipu::plan_profile<auto_sharded_t, m2000, opts>()};
+  bool same = true;
+  if (run_network) {
+    std::cout << '\n';
+    same = run_both(std::cout, threads, measured);
+  }
+  if (report) write_report(*report, measured);
+  return same ? 0 : 1;
 }

@@ -45,6 +45,7 @@
 #include <ipu/train/replication.hpp>
 #include <ipu/train/trainer.hpp>
 
+#include <ipu/report/html_report.hpp>
 #include <ipu/report/memory_report.hpp>
 #include <ipu/report/training_report.hpp>
 #include <ipu/report/summary.hpp>

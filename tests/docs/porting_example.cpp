@@ -206,13 +206,15 @@ TEST_CASE("docs/porting.md: infeed, loop, outfeed and reports, as the seed runs 
 
   // [report]
   std::filesystem::create_directories(dir);                               // --report DIR
-  engine.profile().write_json((dir / "profile.json").string());           // cycles per step and per IPU
-  const ipu::memory_report_t report = ipu::memory_report<small_t, ipu::mk2>();
+  const ipu::html_report report = ipu::make_html_report<small_t, ipu::mk2>("small", engine.profile());
+  report.write((dir / "report.html").string());                           // open it in a browser
+  report.profile.write_json((dir / "profile.json").string());             // cycles per step and per IPU
   std::ofstream memory(dir / "memory.txt");
-  memory << report;                                                       // every tile's memory
-  report.write_json((dir / "memory.json").string());                      // the same, for programs
+  memory << report.memory;                                                // every tile's memory
+  report.memory.write_json((dir / "memory.json").string());               // the same, for programs
   // [report]
   memory.close();
+  CHECK(std::filesystem::file_size(dir / "report.html") > 0);
   CHECK(std::filesystem::file_size(dir / "profile.json") > 0);
   CHECK(std::filesystem::file_size(dir / "memory.txt") > 0);
   CHECK(std::filesystem::file_size(dir / "memory.json") > 0);

@@ -55,6 +55,15 @@ TEST_CASE("the memory report as JSON holds every tile's peak and every step's by
     CHECK(j["layers"][static_cast<std::size_t>(n)]["path"] == std::string(p.at(n).path.view()));
     CHECK(j["layers"][static_cast<std::size_t>(n)]["ipu"] == p.at(n).ipu);
   }
+  // The first conv, by hand: 3x3 taps over 8 channels into 16, at each of 2 x 16 x 16 outputs.
+  const nlohmann::json& conv = j["layers"][1];
+  CHECK(conv["op"] == "conv");
+  CHECK(conv["layer"] == "conv 3x3/1");
+  CHECK(conv["shape"] == "[2, 16, 16, 16]");
+  CHECK(conv["type"] == "f16");
+  CHECK(conv["params"] == 3 * 3 * 8 * 16);
+  CHECK(conv["macs"] == 2 * 16 * 16 * 16 * (3 * 3 * 8));
+  CHECK(j["layers"][0]["shape"] == "[2, 16, 16, 8]");
 
   REQUIRE(j["ipu_reports"].size() == 2);
   for (int i = 0; i < 2; ++i) {

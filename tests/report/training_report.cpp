@@ -130,13 +130,22 @@ TEST_CASE("the training memory report as JSON: each step's bytes over the IPU's 
     CHECK(step["node"] == p.steps[static_cast<std::size_t>(s)].node);
     CHECK(step["phase"] == std::string(ipu::name_of(p.steps[static_cast<std::size_t>(s)].phase)));
     ipu::training_bytes sum;
-    for (int t = 0; t < 16; ++t) sum += p.usage(t, s);
+    std::int64_t most = -1;
+    int fullest = -1;
+    for (int t = 0; t < 16; ++t) {
+      sum += p.usage(t, s);
+      if (p.usage(t, s).total() > most) most = p.usage(t, s).total(), fullest = t;
+    }
     CHECK(step["ipu_bytes"].get<std::vector<std::int64_t>>() == by_category(sum));
+    // Its fullest tile (the lowest on a tie) and that tile's bytes.
+    CHECK(step["tile"] == fullest);
+    CHECK(step["bytes"].get<std::vector<std::int64_t>>() == by_category(p.usage(fullest, s)));
   }
   // Each tile: [step, bytes...] of its peak.
-  REQUIRE(j["tiles"].size() == 16);
+  CHECK(j["tiles"] == 16);  // the tile count, as in the inference report
+  REQUIRE(j["tile_peaks"].size() == 16);
   for (int t = 0; t < 16; ++t) {
-    const std::vector<std::int64_t> tile = j["tiles"][static_cast<std::size_t>(t)].get<std::vector<std::int64_t>>();
+    const std::vector<std::int64_t> tile = j["tile_peaks"][static_cast<std::size_t>(t)].get<std::vector<std::int64_t>>();
     REQUIRE(tile.size() == 10);
     CHECK(std::vector<std::int64_t>(tile.begin() + 1, tile.end()) == by_category(p.usage(t, static_cast<int>(tile[0]))));
     CHECK(tile[0] == r.tiles[static_cast<std::size_t>(t)].step);

@@ -86,6 +86,14 @@ struct memory_report_t {
     std::vector<tile_peak> fullest;       ///< the fullest tiles, fullest first (lowest tile on a tie)
     std::vector<layer_peak> layers;       ///< every node on the IPU, in step order
     std::vector<bound_warning> warnings;  ///< the nodes on the IPU over the bound, in step order
+    /// Every tile's bytes in use at every step of the IPU: `step_tiles[k * tiles.size() + t]`
+    /// for tile `t` during `layers[k]`'s step (its memory map over time; see `bytes_at`).
+    std::vector<std::int64_t> step_tiles;
+
+    /// Tile `t`'s bytes in use during the IPU's `k`-th step, `layers[k]`.
+    std::int64_t bytes_at(int k, int t) const noexcept {
+      return step_tiles[static_cast<std::size_t>(k) * tiles.size() + static_cast<std::size_t>(t)];
+    }
   };
 
   std::string target;          ///< the target's name
@@ -120,7 +128,8 @@ struct memory_report_t {
   ///
   ///     {"target": "mk2", "tiles": 1472, "bytes_per_tile": 638976, "fits": true,
   ///      "categories": ["weights", "code", "activations", "temporaries", "exchange"],
-  ///      "layers": [{"node": 0, "path": "input", "op": "input", "ipu": 0}, ...],
+  ///      "layers": [{"node": 0, "path": "input", "op": "input", "layer": "input", "ipu": 0,
+  ///                  "shape": "[4, 224, 224, 4]", "type": "f16", "params": 0, "macs": 0}, ...],
   ///      "ipus": 1, "ipu_reports": [{"ipu": 0, "capacity": 638976, "cycles": ..., "peak": ..., "peak_tile": ...,
   ///                       "peak_step": ..., "at_peak": [...], "totals": [...], "histogram": [...],
   ///                       "tiles": [[step, weights, code, activations, temporaries, exchange], ...],
@@ -162,6 +171,7 @@ memory_report_t::ipu_report report_ipu(const plan<N, Ipus>& p, int ipu) {
   // Tile by tile, the steps in order: an output (or a copy) joins the live activations at the
   // step producing it and leaves after the last step holding it on this IPU.
   r.tiles.resize(static_cast<std::size_t>(tiles));
+  r.step_tiles.resize(r.layers.size() * static_cast<std::size_t>(tiles));
   std::vector<std::int64_t> leaving(N);  // activation bytes leaving the tile after each step
   for (int t = 0; t < tiles; ++t) {
     const memory_bytes always = p.always_live_on(ipu, t);
@@ -182,6 +192,7 @@ memory_report_t::ipu_report report_ipu(const plan<N, Ipus>& p, int ipu) {
         m.activations = live;
         m += p.step_transients_on(s, t);
         if (tp.step < 0 || m.total() > tp.bytes.total()) tp.step = s, tp.bytes = m;
+        r.step_tiles[layer * static_cast<std::size_t>(tiles) + static_cast<std::size_t>(t)] = m.total();
         memory_report_t::layer_peak& lp = r.layers[layer++];
         if (lp.tile < 0 || m.total() > lp.bytes.total()) lp.tile = t, lp.bytes = m;
         lp.ipu_bytes += m;
@@ -326,7 +337,9 @@ void write_json_bytes(std::ostream& os, const Bytes& m, std::optional<int> step 
 
 /// Writes the head every JSON memory report starts with: `{"target": ..., "tiles": ...,
 /// "bytes_per_tile": ..., "fits": ..., "categories": [...], "layers": [...]`, the names of the
-/// `Count` categories of type `Category`, and each node's index, path, op and IPU.
+/// `Count` categories of type `Category`, and each node's index, path, op (with its
+/// hyper-parameters in `"layer"`, e.g. `"conv 3x3/2 g32"`), IPU, output shape, element type,
+/// trainable parameters and MACs per batch.
 template <class Category, int Count>
 void write_json_head(std::ostream& os, std::string_view target, const chip_spec& chip, bool fits, std::span<const node> nodes) {
   os << "{\n  \"target\": " << json_string{target} << ",\n  \"tiles\": " << chip.tiles << ",\n  \"bytes_per_tile\": "
@@ -335,7 +348,10 @@ void write_json_head(std::ostream& os, std::string_view target, const chip_spec&
   os << "],\n  \"layers\": [";
   for (std::size_t j = 0; j < nodes.size(); ++j)
     os << (j ? "," : "") << "\n    {\"node\": " << j << ", \"path\": " << json_string{nodes[j].path.view()}
-       << ", \"op\": " << json_string{name_of(nodes[j].kind)} << ", \"ipu\": " << nodes[j].ipu << "}";
+       << ", \"op\": " << json_string{name_of(nodes[j].kind)} << ", \"layer\": " << json_string{describe_op(nodes[j])}
+       << ", \"ipu\": " << nodes[j].ipu << ", \"shape\": " << json_string{to_string(nodes[j].out)}
+       << ", \"type\": " << json_string{name_of(nodes[j].type)} << ", \"params\": " << nodes[j].params
+       << ", \"macs\": " << nodes[j].macs << "}";
   os << "\n  ]";
 }
 

@@ -64,7 +64,17 @@ struct training_memory_report_t {
   std::vector<tile_peak> fullest;  ///< the fullest tiles, fullest first (lowest tile on a tie)
   /// By step: the bytes of all the IPU's tiles while it runs, by category (its memory over time).
   std::vector<training_bytes> ipu_bytes;
+  /// By step: the fullest tile while it runs (lowest on a tie), and its bytes.
+  std::vector<tile_peak> step_peaks;
+  /// Every tile's bytes in use at every step: `step_tiles[s * tiles.size() + t]` for tile `t`
+  /// during step `s` (the memory map over time; see `bytes_at`).
+  std::vector<std::int64_t> step_tiles;
   bool fits = true;            ///< the plan fits
+
+  /// Tile `t`'s bytes in use during step `s`.
+  std::int64_t bytes_at(int s, int t) const noexcept {
+    return step_tiles[static_cast<std::size_t>(s) * tiles.size() + static_cast<std::size_t>(t)];
+  }
 
   /// `"backward stage4.block1.conv2"`: the phase and layer of step `s`, or `"-"` for none.
   std::string step_name(int s) const {
@@ -80,8 +90,9 @@ struct training_memory_report_t {
   /// plan's nine categories: the head (target, tiles, `"categories"`, `"layers"`), then
   /// `"training"` (the configuration in words), `"state_shards"`, the plan's `"capacity"`,
   /// `"peak"`, `"peak_tile"`, `"peak_step"`, `"at_peak"` and `"totals"`, `"histogram"`;
-  /// `"steps"`: each step's node, phase and `"ipu_bytes"` (all the tiles summed); `"phases"`:
-  /// each phase's steps, cycles (compute, exchange, sync) and fullest tile; `"tiles"`: each
+  /// `"steps"`: each step's node, phase, fullest `"tile"` and its `"bytes"`, and `"ipu_bytes"`
+  /// (all the tiles summed); `"phases"`:
+  /// each phase's steps, cycles (compute, exchange, sync) and fullest tile; `"tile_peaks"`: each
   /// tile's peak as `[step, bytes...]`. Bytes by category are arrays in the order of
   /// `"categories"`.
   void write_json(std::ostream& os) const;
@@ -123,7 +134,9 @@ inline void training_memory_report_t::write_json(std::ostream& os) const {
   os << "],\n  \"steps\": [";
   for (std::size_t s = 0; s < steps.size(); ++s) {
     os << (s ? "," : "") << "\n    {\"node\": " << steps[s].node << ", \"phase\": " << detail::json_string{name_of(steps[s].phase)}
-       << ", \"ipu_bytes\": ";
+       << ", \"tile\": " << step_peaks[s].tile << ", \"bytes\": ";
+    bytes(step_peaks[s].bytes);
+    os << ", \"ipu_bytes\": ";
     bytes(ipu_bytes[s]);
     os << '}';
   }
@@ -138,7 +151,7 @@ inline void training_memory_report_t::write_json(std::ostream& os) const {
     bytes(f.bytes, f.step);
     os << '}';
   }
-  os << "\n  ],\n  \"tiles\": [";
+  os << "\n  ],\n  \"tile_peaks\": [";
   for (std::size_t t = 0; t < tiles.size(); ++t) {
     os << (t ? ", " : "");
     bytes(tiles[t].bytes, tiles[t].step);
@@ -255,6 +268,9 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
   r.tiles.resize(static_cast<std::size_t>(tiles));
   std::vector<training_bytes> delta(S + 1);
   r.ipu_bytes.assign(S, training_bytes{});
+  r.step_tiles.resize(S * static_cast<std::size_t>(tiles));
+  std::vector<std::int64_t> step_most(S, -1);  // by step: the fullest tile's bytes, and the tile
+  std::vector<int> step_tile(S, -1);
   for (int t = 0; t < tiles; ++t) {
     std::fill(delta.begin(), delta.end(), training_bytes{});
     p.for_each_buffer([&](const training_buffer& b) {
@@ -277,6 +293,9 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
       on_ipu += always_bytes;
       on_ipu += dynamic;
       if (live > most) most = live, best = s;
+      const auto at = static_cast<std::size_t>(s);
+      r.step_tiles[at * static_cast<std::size_t>(tiles) + static_cast<std::size_t>(t)] = always + live;
+      if (always + live > step_most[at]) step_most[at] = always + live, step_tile[at] = t;
       const auto ph = static_cast<std::size_t>(p.steps[static_cast<std::size_t>(s)].phase);
       if (live > phase_most[ph]) phase_most[ph] = live, phase_step[ph] = s;
     }
@@ -286,6 +305,10 @@ training_memory_report_t report_training(const training_plan<N, S, Ipus>& p) {
       if (phase_step[ph] >= 0 && always + phase_most[ph] > (fp.step < 0 ? -1 : fp.bytes.total()))
         fp = {t, phase_step[ph], p.usage(t, phase_step[ph])};
     }
+  }
+  for (int s = 0; s < static_cast<int>(S); ++s) {
+    const int t = step_tile[static_cast<std::size_t>(s)];
+    r.step_peaks.push_back({t, s, p.usage(t, s)});
   }
   for (const tile_peak& tp : r.tiles) {
     if (r.peak.tile < 0 || tp.bytes.total() > r.peak.bytes.total()) r.peak = tp;

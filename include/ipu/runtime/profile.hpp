@@ -22,9 +22,13 @@
 #include <ipu/core/fixed_string.hpp>
 #include <ipu/core/json.hpp>
 #include <ipu/core/stream_state.hpp>
+#include <ipu/graph/compose.hpp>
 #include <ipu/graph/node.hpp>
+#include <ipu/graph/queries.hpp>
 #include <ipu/plan/plan.hpp>
 #include <ipu/runtime/program.hpp>
+#include <ipu/target/chip.hpp>
+#include <ipu/target/options.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -269,5 +273,12 @@ class profile {
   const char* target_ = "";
   const char* mode_ = "";
 };
+
+/// The cycle model's profile of graph `G` on `T` with `Opts`, from its plan alone, without an
+/// engine: the cycles of every step, no host times (its mode is `"plan"`).
+template <Graph G, Target T, options Opts = options{}>
+profile plan_profile() {
+  return profile(runtime::program::from(plan_v<G, T, Opts>), batch_size_v<G>, T::name, "plan");
+}
 
 }  // namespace ipu

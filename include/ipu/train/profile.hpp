@@ -12,6 +12,7 @@
 /// 0), and the loss's time counts in the last node's backward step. A pipeline's stages run on
 /// threads of their own: their host times are summed, as if one ran after another.
 
+#include <ipu/core/json.hpp>
 #include <ipu/core/stream_state.hpp>
 #include <ipu/plan/pipeline_timing.hpp>
 #include <ipu/plan/training.hpp>
@@ -129,6 +130,52 @@ class training_profile {
     for (const training_step_profile& s : steps_)
       t += s.host_seconds * (s.phase == step_phase::update ? 1.0 : static_cast<double>(window_.micro_batches));
     return t > 0 ? static_cast<double>(batch_ * window_.micro_batches) / t : 0;
+  }
+
+  /// The profile as JSON: the target, the micro-batch, the clock, the micro-batches measured,
+  /// the cycles of a step, the simulated and measured samples per second, the window's cycle
+  /// model (`"window"`: schedule, stages, micro-batches, slots, the ramp-up's, steady state's
+  /// and ramp-down's slots and cycles, the update's cycles, each stage's timeline as a string of
+  /// `F`, `B`, `X` and `.` and its busy cycles), each phase's steps, cycles and host seconds, and
+  /// each step's phase, node, path, cycles (compute, exchange, sync, link) and host seconds.
+  void write_json(std::ostream& os) const {
+    using detail::json_string;
+    const detail::stream_state keep(os);
+    const window_timing& w = window_;
+    os << std::setprecision(9) << "{\n  \"target\": " << json_string{target_} << ",\n  \"batch_size\": " << batch_
+       << ",\n  \"clock_hz\": " << clock_hz_ << ",\n  \"steps_measured\": " << measured_
+       << ",\n  \"cycles_per_step\": " << cycles_per_step()
+       << ",\n  \"simulated_samples_per_second\": " << simulated_samples_per_second()
+       << ",\n  \"measured_samples_per_second\": " << measured_samples_per_second()
+       << ",\n  \"window\": {\"schedule\": " << json_string{name_of(w.schedule)} << ", \"stages\": " << w.stages
+       << ", \"micro_batches\": " << w.micro_batches << ", \"slots\": " << w.slots << ", \"part_slots\": ["
+       << w.part_slots[0] << ", " << w.part_slots[1] << ", " << w.part_slots[2] << "], \"part_cycles\": ["
+       << w.part_cycles[0] << ", " << w.part_cycles[1] << ", " << w.part_cycles[2] << "], \"update_cycles\": "
+       << w.update_cycles << ", \"cycles\": " << w.total() << ", \"timelines\": [";
+    for (std::size_t s = 0; s < w.timelines.size(); ++s) os << (s ? ", " : "") << json_string{w.timelines[s]};
+    os << "], \"busy\": [";
+    for (std::size_t s = 0; s < w.busy.size(); ++s) os << (s ? ", " : "") << w.busy[s];
+    os << "]},\n  \"phases\": [";
+    for (int ph = 0; ph < phase_count; ++ph) {
+      const auto phase = step_phase{static_cast<std::uint8_t>(ph)};
+      const auto n = std::count_if(steps_.begin(), steps_.end(), [&](const training_step_profile& s) { return s.phase == phase; });
+      os << (ph ? ", " : "") << "{\"phase\": " << json_string{name_of(phase)} << ", \"steps\": " << n
+         << ", \"cycles\": " << phase_cycles(phase) << ", \"host_seconds\": " << phase_host_seconds(phase) << '}';
+    }
+    os << "],\n  \"steps\": [";
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+      const training_step_profile& s = steps_[k];
+      os << (k ? "," : "") << "\n    {\"phase\": " << json_string{name_of(s.phase)} << ", \"node\": " << s.node
+         << ", \"path\": " << json_string{s.path.view()} << ", \"compute_cycles\": " << s.cycles.compute
+         << ", \"exchange_cycles\": " << s.cycles.exchange << ", \"sync_cycles\": " << s.cycles.sync
+         << ", \"link_cycles\": " << s.cycles.link << ", \"host_cycles\": " << s.cycles.host
+         << ", \"host_seconds\": " << s.host_seconds << '}';
+    }
+    os << "\n  ]\n}\n";
+  }
+  /// Writes the JSON profile to `path`; throws `std::runtime_error` if it cannot.
+  void write_json(const std::string& path) const {
+    detail::write_file(path, "ipu::training_profile", [&](std::ostream& os) { write_json(os); });
   }
 
   /// The profile as text.

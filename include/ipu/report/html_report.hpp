@@ -19,8 +19,13 @@
 /// (`profile::write_json`) and every tile's bytes at every step of its IPU, as 16-bit counts of
 /// `unit` bytes (the smallest power of two that keeps the fullest tile's count within 16 bits:
 /// 8 bytes for the seed's ResNeXt-101 on a Mk2), each distinct step once, base64 encoded; the
-/// page draws everything from them. Every `<` of the JSON is written `\u003c`, so no name closes the script holding
-/// it. Errors while the page renders are shown at its top (and logged to the console).
+/// page draws everything from them. Every `<` of the JSON is written `\u003c`, so no name
+/// closes the script holding it. Errors while the page renders are shown at its top (and
+/// logged to the console). A training step's page (`training_html_report`) shows IPU 0's tiles
+/// over the step's forward, recompute, backward and update steps, the cycles by phase and the
+/// window of micro-batches over the pipeline's stages.
+///
+/// The flagship's page (ResNeXt-101 on a Mk2) is 0.6 MB; Chromium draws it in about 0.2 s.
 
 #include <ipu/core/json.hpp>
 #include <ipu/graph/compose.hpp>

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -99,9 +100,7 @@ bool parse(int argc, char** argv, settings& s) {
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_program(int argc, char** argv) {
   settings s;
   if (!parse(argc, argv, s)) {
     std::cerr << "usage: pipelined_training [--steps N (1-1000)] [--threads N] [--plans-only] [--report DIR]\n";
@@ -148,4 +147,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// A report that cannot be written (or any other failure) ends the program with its message.
+int main(int argc, char** argv) {
+  try {
+    return run_program(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "pipelined_training: " << e.what() << '\n';
+    return 1;
+  }
 }

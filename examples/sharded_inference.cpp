@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -248,9 +249,7 @@ void write_report(const std::filesystem::path& dir, const profiles& p) {
   std::cout << "Report written to " << path << " (auto_shard against the hand's placement)\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_program(int argc, char** argv) {
   bool run_network = true;
   unsigned threads = 0;
   std::optional<std::filesystem::path> report;
@@ -295,4 +294,16 @@ int main(int argc, char** argv) {
   }
   if (report) write_report(*report, measured);
   return same ? 0 : 1;
+}
+
+}  // namespace
+
+// A report that cannot be written (or any other failure) ends the program with its message.
+int main(int argc, char** argv) {
+  try {
+    return run_program(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "sharded_inference: " << e.what() << '\n';
+    return 1;
+  }
 }

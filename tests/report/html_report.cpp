@@ -139,6 +139,7 @@ TEST_CASE("the HTML report embeds the memory report, the profile and every tile'
       for (int t = 0; t < 16; ++t) {
         const std::int64_t counted = counts[k * 16 + static_cast<std::size_t>(t)];
         const std::int64_t bytes = p.usage(i, t, steps[k]).total();
+        CHECK(report.memory.ipus[static_cast<std::size_t>(i)].bytes_at(static_cast<int>(k), t) == bytes);
         most = std::max(most, bytes);
         CHECK(counted * unit >= bytes);
         CHECK(counted * unit < bytes + unit);
@@ -214,6 +215,7 @@ TEST_CASE("the HTML report of a training step embeds its memory report, its prof
     for (int t = 0; t < 16; ++t) {
       const std::int64_t counted = counts[s * 16 + static_cast<std::size_t>(t)];
       const std::int64_t bytes = p.usage(t, static_cast<int>(s)).total();
+      CHECK(report.memory.bytes_at(static_cast<int>(s), t) == bytes);
       CHECK(counted * unit >= bytes);
       CHECK(counted * unit < bytes + unit);
     }

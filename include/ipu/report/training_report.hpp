@@ -91,10 +91,9 @@ struct training_memory_report_t {
   /// `"training"` (the configuration in words), `"state_shards"`, the plan's `"capacity"`,
   /// `"peak"`, `"peak_tile"`, `"peak_step"`, `"at_peak"` and `"totals"`, `"histogram"`;
   /// `"steps"`: each step's node, phase, fullest `"tile"` and its `"bytes"`, and `"ipu_bytes"`
-  /// (all the tiles summed); `"phases"`:
-  /// each phase's steps, cycles (compute, exchange, sync) and fullest tile; `"tile_peaks"`: each
-  /// tile's peak as `[step, bytes...]`. Bytes by category are arrays in the order of
-  /// `"categories"`.
+  /// (all the tiles summed); `"phases"`: each phase's steps, cycles (compute, exchange, sync)
+  /// and fullest tile; `"tile_peaks"`: each tile's peak as `[step, bytes...]`. Bytes by
+  /// category are arrays in the order of `"categories"`.
   void write_json(std::ostream& os) const;
   /// Writes the JSON report to `path`; throws `std::runtime_error` if it cannot.
   void write_json(const std::string& path) const {

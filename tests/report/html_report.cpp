@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/report_graphs.hpp"
 #include "support/targets.hpp"
 
 #include <algorithm>
@@ -19,16 +20,8 @@
 #include <vector>
 
 namespace {
-namespace nn = ipu::nn;
-
-constexpr auto block = nn::conv<16, 1> | nn::batch_norm | nn::relu | nn::conv<16, 3> | nn::batch_norm;
-// The second half on IPU 1, so that each IPU has steps of its own.
-constexpr auto split = ipu::input<ipu::f16, 2, 16, 16, 8> | nn::conv<16, 3> | nn::relu | nn::residual(block) | nn::relu |
-                       ipu::on<1>(nn::residual(block) | nn::relu | nn::global_avg_pool | nn::dense<10>);
-using split_t = decltype(split);
-constexpr auto whole = ipu::input<ipu::f16, 2, 16, 16, 8> | nn::conv<16, 3> | nn::relu | nn::residual(block) | nn::relu |
-                       nn::residual(block) | nn::relu | nn::global_avg_pool | nn::dense<10>;
-using whole_t = decltype(whole);
+using ipu_test::report_graphs::split_t;  // the second half on IPU 1
+using ipu_test::report_graphs::whole_t;
 using one_ipu = ipu_test::small_target<16>;
 constexpr ipu::train_options adam{.optimizer = ipu::adam{}, .recompute = ipu::recompute::per_block};
 using training_t = ipu::training<whole_t, adam>;

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/report_graphs.hpp"
 #include "support/targets.hpp"
 
 #include <algorithm>
@@ -18,13 +19,7 @@
 #include <vector>
 
 namespace {
-namespace nn = ipu::nn;
-
-constexpr auto block = nn::conv<16, 1> | nn::batch_norm | nn::relu | nn::conv<16, 3> | nn::batch_norm;
-// The second half on IPU 1: IPU 1 holds copies of IPU 0's outputs.
-constexpr auto split = ipu::input<ipu::f16, 2, 16, 16, 8> | nn::conv<16, 3> | nn::relu | nn::residual(block) | nn::relu |
-                       ipu::on<1>(nn::residual(block) | nn::relu | nn::global_avg_pool | nn::dense<10>);
-using split_t = decltype(split);
+using ipu_test::report_graphs::split_t;  // the second half on IPU 1
 
 // Two 16-tile Mk2s under a name that JSON must escape.
 struct quoted_target {

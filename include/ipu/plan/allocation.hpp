@@ -46,49 +46,101 @@ struct buffer_request {
   constexpr bool overlaps(const buffer_request& o) const noexcept { return first <= o.last && o.first <= last; }
 };
 
+namespace detail {
+/// Links `i` into the list from `head` (`next[q]` follows `q`, -1 ends it) ordered by
+/// `offset`, after the last at or below its own.
+constexpr void insert_by_offset(int* next, int& head, const std::int64_t* offset, int i) noexcept {
+  int* link = &head;
+  while (*link >= 0 && offset[*link] <= offset[i]) link = &next[*link];
+  next[i] = *link;
+  *link = i;
+}
+}  // namespace detail
+
 /// Offsets of `requests[0, count)` from the dynamic base, such that two buffers live at a
 /// common step never share a byte; buffers of 0 bytes get offset 0. Greedy by size: the
 /// largest first (the earliest first step first among equals, then the lowest index), each at
-/// the lowest offset clear of every placed buffer it overlaps. The placed buffers are kept in
-/// a list ordered by offset, which a buffer walks only up to the first offset above its own
-/// end, so the cost grows with the buffers below it, whatever their lifetimes (a training
-/// step's stashed activations live through most of its steps). (Written for the constant
-/// evaluator: integer keys sort without a comparator, arrays are indexed through pointers.)
+/// the lowest offset clear of every placed buffer it meets (one of 0 and the ends of those
+/// buffers), found by walking the buffers it meets in order of offset as far as its end.
+///
+/// Most buffers live a few steps (an activation until its readers, a step's scratch one).
+/// Those living fewer than `short_lifetime` steps are found through the requests ordered by
+/// first step: the placed ones that start in the steps before a buffer that such a life can
+/// span, or during its life. The others (a training step's stashed activations live through
+/// most of its steps) are kept in a list ordered by offset. A short-lived buffer walks the
+/// short-lived ones it meets, sorted (they are few), merged with that list: inference costs
+/// about the buffers that meet each one, not all of them. A long-lived one, which meets most
+/// buffers, walks a list of all placed buffers ordered by offset, kept only when there are
+/// long-lived ones. (Written for the constant evaluator, where library calls and member
+/// accesses cost: integer keys, no comparators, plain arrays indexed through pointers.)
 template <std::size_t M>
 constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& requests, int count) noexcept {
   static_assert(M < (std::size_t{1} << 16), "pack: at most 65535 buffers");
+  constexpr int short_lifetime = 32;
+  constexpr std::int64_t index_mask = 0xffff;
   const buffer_request* r = requests.data();
   std::array<std::int64_t, M> offsets{};
   std::int64_t* offset = offsets.data();
-  // Sort keys: bytes descending, then first step, then index (16 bits each for the last two).
-  std::array<std::int64_t, M> keys{};
-  int sized = 0;
+  // Sort keys: bytes descending, then first step, then index (16 bits each for the last two);
+  // and the short-lived buffers by first step, then index.
+  std::array<std::int64_t, M> keys{}, by_first_storage{};
+  std::int64_t* by_first = by_first_storage.data();
+  int sized = 0, short_count = 0, longest_short = 0;
   for (int k = 0; k < count; ++k) {
     if (r[k].bytes <= 0) continue;
     const std::int64_t bytes = std::min<std::int64_t>(r[k].bytes, (std::int64_t{1} << 31) - 1);
     keys.data()[sized++] = ((std::int64_t{1} << 31) - 1 - bytes) << 32 | std::int64_t{r[k].first & 0xffff} << 16 | k;
+    if (r[k].last - r[k].first >= short_lifetime) continue;
+    by_first[short_count++] = std::int64_t{r[k].first} << 16 | k;
+    longest_short = std::max(longest_short, r[k].last - r[k].first);
   }
   std::sort(keys.begin(), keys.begin() + sized);
-  // The placed buffers as a list in order of offset: `next[q]` follows `q`, -1 ends it. Each
-  // buffer's steps and end are copied to plain arrays: the walks read nothing else.
-  std::array<int, M> next_storage{}, first_storage{}, last_storage{};
-  std::array<std::int64_t, M> end_storage{};
-  int *next = next_storage.data(), *first = first_storage.data(), *last = last_storage.data();
-  std::int64_t* end = end_storage.data();
-  int head = -1;
+  if (!std::is_sorted(by_first, by_first + short_count)) std::sort(by_first, by_first + short_count);  // usually made in order
+  const bool any_long = short_count < sized;
+  // Each placed buffer's steps and end, and whether it is placed; the short-lived buffers a
+  // buffer meets, as keys `offset << 16 | index`; the placed buffers as lists in order of
+  // offset, the long-lived ones and all (`next_*[q]` follows `q`, -1 ends a list).
+  std::array<int, M> next_long_storage{}, next_all_storage{}, placed_storage{}, first_storage{}, last_storage{};
+  std::array<std::int64_t, M> end_storage{}, met_storage{};
+  int *next_long = next_long_storage.data(), *next_all = next_all_storage.data(), *placed = placed_storage.data();
+  int *first = first_storage.data(), *last = last_storage.data();
+  std::int64_t *end = end_storage.data(), *met = met_storage.data();
+  int head_long = -1, head_all = -1;
   for (int k = 0; k < sized; ++k) {
-    const int i = static_cast<int>(keys.data()[k] & 0xffff);
+    const int i = static_cast<int>(keys.data()[k] & index_mask);
     const int f = r[i].first, l = r[i].last;
     const std::int64_t bytes = r[i].bytes;
+    const bool lives_long = l - f >= short_lifetime;
     std::int64_t lowest = 0;
-    for (int q = head; q >= 0 && offset[q] < lowest + bytes; q = next[q])
-      if (first[q] <= l && f <= last[q] && end[q] > lowest) lowest = end[q];
+    if (lives_long) {
+      for (int q = head_all; q >= 0 && offset[q] < lowest + bytes; q = next_all[q])
+        if (first[q] <= l && f <= last[q] && end[q] > lowest) lowest = end[q];
+    } else {
+      // The short-lived ones it meets, sorted, merged with the long-lived ones.
+      std::int64_t* window = std::lower_bound(by_first, by_first + short_count, std::int64_t{std::max(f - longest_short, 0)} << 16);
+      std::int64_t* const window_end = std::upper_bound(window, by_first + short_count, std::int64_t{l} << 16 | index_mask);
+      int n = 0;
+      for (; window != window_end; ++window) {
+        const int q = static_cast<int>(*window & index_mask);
+        if (placed[q] && last[q] >= f) met[n++] = offset[q] << 16 | q;
+      }
+      for (int c = 1; c < n; ++c)
+        for (int d = c; d > 0 && met[d - 1] > met[d]; --d) std::swap(met[d - 1], met[d]);
+      int a = 0, q = head_long;
+      while (true) {
+        const bool from_list = q >= 0 && (a == n || offset[q] < (met[a] >> 16));
+        const int b = from_list ? q : a < n ? static_cast<int>(met[a] & index_mask) : -1;
+        if (b < 0 || offset[b] >= lowest + bytes) break;
+        if ((!from_list || (first[b] <= l && f <= last[b])) && end[b] > lowest) lowest = end[b];
+        if (from_list) q = next_long[q];
+        else ++a;
+      }
+    }
     offset[i] = lowest;
     first[i] = f, last[i] = l, end[i] = lowest + bytes;
-    int* link = &head;  // after the last placed buffer at or below `lowest`
-    while (*link >= 0 && offset[*link] <= lowest) link = &next[*link];
-    next[i] = *link;
-    *link = i;
+    placed[i] = 1;
+    if (lives_long) detail::insert_by_offset(next_long, head_long, offset, i);
+    if (any_long) detail::insert_by_offset(next_all, head_all, offset, i);
   }
   return offsets;
 }

@@ -109,7 +109,7 @@ struct placement {
 /// Splits the atoms (node counts `sizes`, after the input node) of the unplaced plan `p` over
 /// `ipus` IPUs; see the file comment.
 template <std::size_t A, std::size_t N>
-consteval placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N, 1>& p, int ipus) {
+constexpr placement<A> place_atoms(const std::array<int, A>& sizes, const plan<N, 1>& p, int ipus) {
   // The atom of each node; atom 0 also holds the input node.
   std::array<int, N> atom_of{};
   for (int a = 0, node = 0; a < static_cast<int>(A); ++a) {

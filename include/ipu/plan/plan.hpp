@@ -210,7 +210,7 @@ struct weight_term {
 /// (`ops::<op>::plan`); the fullest tile's transients follow from the step. Everything is
 /// mapped over the tiles that are not I/O tiles (`options::io_tiles`).
 template <std::size_t N, int Ipus>
-consteval void place_node(plan<N, Ipus>& p, int j) {
+constexpr void place_node(plan<N, Ipus>& p, int j) {
   const chip_spec chip = with_tiles(p.chip, p.chip.tiles - p.opts.io_tiles);
   const node& n = p.at(j);
   node_plan& np = p.nodes[static_cast<std::size_t>(j)];
@@ -362,11 +362,17 @@ constexpr int find_peak(const always_live_region<T>& region, const std::array<st
     const std::int64_t bound = highest + offset[static_cast<std::size_t>(k)] + requests[static_cast<std::size_t>(k)].bytes;
     if (bound > peak) keys[static_cast<std::size_t>(bounded++)] = ((std::int64_t{1} << 46) - bound) << 16 | k;
   }
-  std::sort(keys.begin(), keys.begin() + bounded);
+  // The next buffer is the least key left: a selection rather than a sort, as the first few
+  // visits usually end the search, and each visit costs more than a pass over the keys.
+  std::int64_t* left = keys.data();
   int top = -1;
-  for (int c = 0; c < bounded; ++c) {
-    const int k = static_cast<int>(keys[static_cast<std::size_t>(c)] & 0xffff);
-    if ((std::int64_t{1} << 46) - (keys[static_cast<std::size_t>(c)] >> 16) <= peak) break;
+  while (bounded > 0) {
+    int least = 0;
+    for (int c = 1; c < bounded; ++c) least = left[c] < left[least] ? c : least;
+    const std::int64_t key = left[least];
+    left[least] = left[--bounded];
+    const int k = static_cast<int>(key & 0xffff);
+    if ((std::int64_t{1} << 46) - (key >> 16) <= peak) break;
     visit(k, [&](int tile, std::int64_t offset_on_tile, std::int64_t bytes) {
       const std::int64_t reach = region.base[static_cast<std::size_t>(tile)] + offset_on_tile + aligned(bytes);
       if (bytes > 0 && reach > peak) peak = reach, peak_tile = tile, top = k;
@@ -386,7 +392,7 @@ struct ipu_allocation {
 /// The plan of IPU `ipu`: always-live bytes per tile, totals, the offsets of its dynamic
 /// buffers (`pack`), and its peak: the highest byte the allocation reaches on any tile.
 template <std::size_t N, int Ipus, int Tiles>
-consteval ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
+constexpr ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
   constexpr std::size_t T = static_cast<std::size_t>(Tiles);
   ipu_allocation<N> result;
   ipu_memory& im = result.memory;
@@ -605,8 +611,10 @@ constexpr tile_ops<N> ops_on_tiles(const std::array<node, N>& table, int ipu) no
 }
 
 /// Everything but the IPUs' memory, which `plan_ipu` adds, one IPU per constant evaluation.
+/// (Constexpr rather than consteval, as `plan_ipu`: clang evaluates a consteval call that
+/// initializes a constexpr variable twice; docs/contributing.md.)
 template <std::size_t N, int Ipus>
-consteval plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_spec& chip, const options& opts) {
+constexpr plan<N, Ipus> make_plan(const std::array<node, N>& table, const chip_spec& chip, const options& opts) {
   plan<N, Ipus> p;
   p.table = &table;
   p.chip = chip;

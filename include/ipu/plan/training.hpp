@@ -700,7 +700,7 @@ constexpr std::pair<int, int> tiles_of(const linear_mapping& u) noexcept {
 /// The training plan's memory of IPU `ipu`: always-live bytes per tile, the dynamic buffers and
 /// their offsets (`pack`), the peak, as `plan_ipu` finds them for inference.
 template <std::size_t N, std::size_t S, int Ipus, int Tiles, std::size_t Dropped>
-consteval void plan_training_memory(training_plan<N, S, Ipus>& p, int ipu) {
+constexpr void plan_training_memory(training_plan<N, S, Ipus>& p, int ipu) {
   constexpr std::size_t T = static_cast<std::size_t>(Tiles);
   const plan<N, Ipus>& inf = *p.inference;
   training_memory& im = p.ipus[static_cast<std::size_t>(ipu)];
@@ -871,7 +871,7 @@ consteval void plan_training_memory(training_plan<N, S, Ipus>& p, int ipu) {
 /// On a target of `replicas` replicas, each holds a share of the optimiser state when
 /// `topts.shard_optimizer_state` says so.
 template <std::size_t N, std::size_t S, int Ipus, int Tiles, std::size_t Dropped>
-consteval training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf, const train_options& topts, int replicas) {
+constexpr training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf, const train_options& topts, int replicas) {
   training_plan<N, S, Ipus> p;
   p.inference = &inf;
   p.train = topts;

@@ -409,7 +409,7 @@ template <class G> struct lowering;
 template <class DType, int N, int H, int W, int C, input_stream Stream, class... Bs>
 struct lowering<graph<input_spec<DType, N, H, W, C, Stream>, Bs...>> {
   static constexpr std::size_t size = static_cast<std::size_t>(1 + node_count<nn::seq_t<Bs...>>);
-  static consteval lowered_graph<size> run() {
+  static constexpr lowered_graph<size> run() {
     builder<size> b;
     b.push_input(dtype_of_v<DType>, nhwc(N, H, W, C), Stream);
     name_scope root;

@@ -1,9 +1,10 @@
 // Compile-time benchmark against graph size (run by sizes.sh, which names the model with
 // -DIPU_BENCH_MODEL=<type>): the model planned tile by tile for one Mk2 at available memory
 // proportion 0.3, as the seed runs ResNeXt-101, fit or not; with -DIPU_BENCH_TRAINING, its
-// training step instead (SGD with momentum, recomputation per block). Run, it prints the
-// graph's node count, the plan's step count and whether it fits.
-#include <ipu/ipu.hpp>
+// training step instead (SGD with momentum, recomputation per block). It includes what a fit
+// check needs, <ipu/planning.hpp>. Run, it prints the graph's node count, the plan's step count
+// and whether it fits.
+#include <ipu/planning.hpp>
 
 #include <cstdio>
 

@@ -1,6 +1,6 @@
 // Compile-time benchmark: the zoo's ResNeXt-101 32x4d (f16, batch 4, 224x224x4), its node table
 // and the activation liveness of every step, evaluated as constants. Compiled, never run.
-#include <ipu/ipu.hpp>
+#include <ipu/planning.hpp>
 
 using model_t = ipu::models::resnext101_32x4d<ipu::f16, 4, 4>;
 constexpr auto& table = ipu::node_table_v<model_t>;

@@ -1,7 +1,7 @@
 // Compile-time benchmark: the seed's ResNeXt-101 32x4d (f16, batch 4, 224x224x4), which no
 // Mk1 holds alone, placed by auto_shard over four Mk1 IPUs (it needs two), planned tile by
 // tile, and the fit checked. Compiled, never run.
-#include <ipu/ipu.hpp>
+#include <ipu/planning.hpp>
 
 using model_t = ipu::models::resnext101_32x4d<ipu::f16, 4, 4>;
 using target_t = ipu::system<ipu::mk1, 4>;

@@ -1,7 +1,7 @@
 // Compile-time benchmark: the seed's ResNeXt-101 32x4d (f16, batch 4, 224x224x4) on one Mk2 at
 // available_memory_proportion 0.3, as the seed runs it: planned tile by tile, fit checked.
 // Compiled, never run.
-#include <ipu/ipu.hpp>
+#include <ipu/planning.hpp>
 
 using model_t = ipu::models::resnext101_32x4d<ipu::f16, 4, 4>;
 constexpr ipu::options opts{.available_memory_proportion = {3, 10}};

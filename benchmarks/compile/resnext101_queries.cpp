@@ -1,6 +1,7 @@
 // Compile-time benchmark: define ResNeXt-101 32x4d as the seed does (f16, batch 4, 224x224x4)
 // and evaluate every graph query on it. Compiled, never run, by run.sh.
-#include <ipu/ipu.hpp>
+#include <ipu/planning.hpp>
+#include <ipu/report/summary.hpp>
 
 namespace nn = ipu::nn;
 

@@ -1,32 +1,10 @@
 #pragma once
 /// \file
-/// Umbrella header: everything a user of ipu needs.
-#include <ipu/version.hpp>
+/// Umbrella header: everything a user of ipu needs. `<ipu/planning.hpp>`, which it includes, is
+/// the part that plans and checks fit, without the runtime.
+#include <ipu/planning.hpp>
 
-#include <ipu/core/dtype.hpp>
-#include <ipu/core/fixed_string.hpp>
-#include <ipu/core/shape.hpp>
 #include <ipu/core/tensor.hpp>
-
-#include <ipu/graph/compose.hpp>
-#include <ipu/graph/layers.hpp>
-#include <ipu/graph/node.hpp>
-#include <ipu/graph/queries.hpp>
-
-#include <ipu/models/efficientnet.hpp>
-#include <ipu/models/mobilenet.hpp>
-#include <ipu/models/padding.hpp>
-#include <ipu/models/resnext.hpp>
-
-#include <ipu/plan/auto_shard.hpp>
-#include <ipu/plan/liveness.hpp>
-#include <ipu/plan/pipeline_timing.hpp>
-#include <ipu/plan/plan.hpp>
-#include <ipu/plan/training.hpp>
-
-#include <ipu/target/chip.hpp>
-#include <ipu/target/mapping.hpp>
-#include <ipu/target/options.hpp>
 
 #include <ipu/runtime/engine.hpp>
 #include <ipu/runtime/channel.hpp>
@@ -37,7 +15,6 @@
 #include <ipu/runtime/weights.hpp>
 
 #include <ipu/train/dropout.hpp>
-#include <ipu/train/options.hpp>
 #include <ipu/train/optimizer.hpp>
 #include <ipu/train/precision.hpp>
 #include <ipu/train/profile.hpp>

@@ -122,9 +122,9 @@ TEST_CASE("pack: the lowest offset clear of the buffers placed before, short and
     std::array<ipu::buffer_request, capacity> r{};
     const int count = 1 + static_cast<int>(rng() % capacity);
     const int steps = 1 + static_cast<int>(rng() % 200);
+    const bool short_lived = trial % 2 == 0;  // as in inference: no life of 32 steps or more
     for (int k = 0; k < count; ++k) {
       const int first = static_cast<int>(rng() % static_cast<unsigned>(steps));
-      const bool short_lived = trial % 2 == 0;  // as in inference: no life of 32 steps or more
       const int life = !short_lived && rng() % 4 == 0 ? static_cast<int>(rng() % static_cast<unsigned>(steps))
                                                       : static_cast<int>(rng() % (short_lived ? 32 : 40));
       const std::int64_t bytes = rng() % 8 == 0 ? 0 : ipu::aligned(static_cast<std::int64_t>(1 + rng() % 6) * 48);

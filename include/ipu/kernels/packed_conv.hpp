@@ -358,16 +358,20 @@ class packed_conv {
     std::int64_t first_pixel, pixel, offset;
   };
 
-  /// Calls `tile(walk, taps, first_position, count)` for runs of output positions `[p0, p1)`
-  /// that share their taps: whole interior runs of an output row, and edge positions one by
-  /// one; for a 1x1 convolution at stride 1 without padding, where position `p` reads pixel
-  /// `p`, the whole range at once. `walk` starts at tap (0, 0) of the run's first position.
+  /// Calls `tile(walk, taps, first_position, count, position_step)` for runs of output
+  /// positions `[p0, p1)` that share their taps, `count` positions `position_step` apart:
+  /// whole interior runs of an output row (step 1); the edge columns of the whole rows, each
+  /// column down the rows of one image whose kernel rows are alike (step one output row), so
+  /// that edges fill tiles as interiors do; the edge positions of partial rows one by one. For
+  /// a 1x1 convolution at stride 1 without padding, where position `p` reads pixel `p`, the
+  /// whole range at once. `walk` starts at tap (0, 0) of the run's first position and steps
+  /// to the next position of the run.
   template <class In, class F>
   void for_each_run(const source<In>& in, std::int64_t p0, std::int64_t p1, F&& tile) const {
     const window_geometry& g = geometry_;
     const std::int64_t c = in.pixel, row = g.in_width * c, ow_n = g.out_width;
     if (g.pointwise() && g.in_height == g.out_height && g.in_width == g.out_width) {
-      if (p0 < p1) tile(detail::input_walk<In>{in.data, (p0 - in.first_pixel) * c + in.offset, c, row, c}, detail::taps{0, 1, 0, 1}, p0, p1 - p0);
+      if (p0 < p1) tile(detail::input_walk<In>{in.data, (p0 - in.first_pixel) * c + in.offset, c, row, c}, detail::taps{0, 1, 0, 1}, p0, p1 - p0, 1);
       return;
     }
     const std::int64_t per_image = g.positions_per_image();
@@ -375,26 +379,45 @@ class packed_conv {
     const std::int64_t lo = std::min(ow_n, (g.pad_left + g.stride_w - 1) / g.stride_w);
     const std::int64_t last = g.in_width - g.span_w() + g.pad_left;  // rightmost start inside, times stride
     const std::int64_t hi = last < 0 ? lo : std::max(lo, std::min(ow_n, last / g.stride_w + 1));
+    // Tap (0, 0) of output position (image, oh, ow), stepping by `step` input elements.
+    const auto walk = [&](std::int64_t image, std::int64_t oh, std::int64_t ow, std::int64_t step) {
+      const std::int64_t ih = oh * g.stride_h - g.pad_top, iw = ow * g.stride_w - g.pad_left;
+      return detail::input_walk<In>{in.data, ((image * g.in_height + ih) * g.in_width + iw - in.first_pixel) * c + in.offset,
+                                    step, row * g.dilation_h, c * g.dilation_w};
+    };
+    const auto row_taps = [&](std::int64_t oh) {
+      const auto [kh0, kh1] = g.rows_inside(oh * g.stride_h - g.pad_top);
+      return detail::taps{kh0, kh1, 0, g.kernel_w};
+    };
     for (std::int64_t p = p0; p < p1;) {
       const std::int64_t image = p / per_image, oh = p % per_image / ow_n, ow = p % ow_n;
-      const std::int64_t ih = oh * g.stride_h - g.pad_top;
-      const auto [kh0, kh1] = g.rows_inside(ih);
-      const detail::taps rows{kh0, kh1, 0, g.kernel_w};
-      const std::int64_t row_end = std::min(p1, p - ow + ow_n);
-      const auto walk = [&](std::int64_t at_ow) {
-        const std::int64_t iw = at_ow * g.stride_w - g.pad_left;
-        return detail::input_walk<In>{in.data, ((image * g.in_height + ih) * g.in_width + iw - in.first_pixel) * c + in.offset,
-                                      g.stride_w * c, row * g.dilation_h, c * g.dilation_w};
-      };
-      for (; p < row_end; ) {
+      const detail::taps rows = row_taps(oh);
+      if (ow == 0 && p + ow_n <= p1) {
+        // Whole rows from `oh` down, in this image, with the kernel rows of this one.
+        std::int64_t count = 1;
+        while (oh + count < g.out_height && p + (count + 1) * ow_n <= p1 && row_taps(oh + count).kh0 == rows.kh0 &&
+               row_taps(oh + count).kh1 == rows.kh1)
+          ++count;
+        for (std::int64_t r = 0; r < count && hi > lo; ++r)
+          tile(walk(image, oh + r, lo, g.stride_w * c), rows, p + r * ow_n + lo, hi - lo, 1);
+        const auto edge = [&](std::int64_t col) {
+          const auto [kw0, kw1] = g.columns_inside(col * g.stride_w - g.pad_left);
+          tile(walk(image, oh, col, g.stride_h * row), detail::taps{rows.kh0, rows.kh1, kw0, kw1}, p + col, count, ow_n);
+        };
+        for (std::int64_t col = 0; col < lo; ++col) edge(col);
+        for (std::int64_t col = hi; col < ow_n; ++col) edge(col);
+        p += count * ow_n;
+        continue;
+      }
+      for (const std::int64_t row_end = std::min(p1, p - ow + ow_n); p < row_end;) {
         const std::int64_t col = p % ow_n;
         if (col >= lo && col < hi) {
           const std::int64_t run = std::min(row_end - p, hi - col);
-          tile(walk(col), rows, p, run);
+          tile(walk(image, oh, col, g.stride_w * c), rows, p, run, 1);
           p += run;
         } else {
           const auto [kw0, kw1] = g.columns_inside(col * g.stride_w - g.pad_left);
-          tile(walk(col), detail::taps{rows.kh0, rows.kh1, kw0, kw1}, p, 1);
+          tile(walk(image, oh, col, g.stride_w * c), detail::taps{rows.kh0, rows.kh1, kw0, kw1}, p, 1, 1);
           ++p;
         }
       }
@@ -406,15 +429,15 @@ class packed_conv {
     constexpr int rows = detail::dense_rows(Vectors);
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
-    for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n) {
+    for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
       const auto finish_tile = [&](const auto& acc, int count) {
         for (int r = 0; r < count; ++r)
           for (int v = 0; v < Vectors; ++v) {
             const int lanes = static_cast<int>(std::min<std::int64_t>(detail::width, pn.channels - v * detail::width));
-            if (lanes > 0) detail::finish(acc[r][v], e, pn.first + v * detail::width, (p + r) * oc + pn.first + v * detail::width, lanes, out);
+            if (lanes > 0) detail::finish(acc[r][v], e, pn.first + v * detail::width, (p + r * ps) * oc + pn.first + v * detail::width, lanes, out);
           }
       };
-      for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step)
+      for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
         finish_tile(detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w).acc, rows);
       detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
         finish_tile(detail::dense_tile<count, Vectors>(x, t, shape_.kernel.w, cin_, w).acc, count);
@@ -465,16 +488,16 @@ class packed_conv {
   /// Groups in lanes: `n` positions from `p` that share their taps, `x` at the first; each
   /// input vector loads `loaded` lanes.
   template <int Group, class In>
-  void lanes_span(detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, int loaded,
-                  const panel& pn, const epilogue<T>& e, T* out) const {
+  void lanes_span(detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps,
+                  int loaded, const panel& pn, const epilogue<T>& e, T* out) const {
     constexpr int rows = detail::lanes_rows;
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
     const int lanes = static_cast<int>(pn.channels);
     const auto finish_tile = [&](const auto& tl, int count) {
-      for (int r = 0; r < count; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r) * oc + pn.first, lanes, out);
+      for (int r = 0; r < count; ++r) detail::finish(tl.acc[r][0], e, pn.first, (p + r * ps) * oc + pn.first, lanes, out);
     };
-    for (; n >= rows; n -= rows, p += rows, x.base += rows * x.step)
+    for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
       finish_tile(detail::lanes_tile<Group, rows>(x, t, shape_.kernel.w, loaded, w), rows);
     detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
       finish_tile(detail::lanes_tile<Group, count>(x, t, shape_.kernel.w, loaded, w), count);
@@ -496,8 +519,8 @@ class packed_conv {
   void run_lanes(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
     with_group([&](auto group) {
       for_each_run(source<T>{in, 0, shape_.in_channels, pn.in_first}, p0, p1,
-                   [&](detail::input_walk<T> x, const detail::taps& t, std::int64_t p, std::int64_t n) {
-                     lanes_span<decltype(group)::value>(x, t, p, n, static_cast<int>(pn.channels), pn, e, out);
+                   [&](detail::input_walk<T> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
+                     lanes_span<decltype(group)::value>(x, t, p, n, ps, static_cast<int>(pn.channels), pn, e, out);
                    });
     });
   }
@@ -526,7 +549,7 @@ class packed_conv {
       for (std::int64_t oh = oh0; oh < oh1; ++oh) {
         const detail::input_walk<float> x{window.data(), (oh - oh0) * g.stride_h * cols * w_lanes, g.stride_w * w_lanes,
                                           g.dilation_h * cols * w_lanes, g.dilation_w * w_lanes};
-        lanes_span<decltype(group)::value>(x, all, (image * g.out_height + oh) * g.out_width, g.out_width, w_lanes, pn, e, out);
+        lanes_span<decltype(group)::value>(x, all, (image * g.out_height + oh) * g.out_width, g.out_width, 1, w_lanes, pn, e, out);
       }
     });
   }

@@ -95,7 +95,8 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
     longest_short = std::max(longest_short, r[k].last - r[k].first);
   }
   std::sort(keys.begin(), keys.begin() + sized);
-  if (!std::is_sorted(by_first, by_first + short_count)) std::sort(by_first, by_first + short_count);  // usually made in order
+  if (!std::is_sorted(by_first, by_first + short_count))  // the plans make them in order
+    std::sort(by_first, by_first + short_count);
   const bool any_long = short_count < sized;
   // Each placed buffer's steps and end, and whether it is placed; the short-lived buffers a
   // buffer meets, as keys `offset << 16 | index`; the placed buffers as lists in order of
@@ -117,8 +118,9 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
         if (first[q] <= l && f <= last[q] && end[q] > lowest) lowest = end[q];
     } else {
       // The short-lived ones it meets, sorted, merged with the long-lived ones.
-      std::int64_t* window = std::lower_bound(by_first, by_first + short_count, std::int64_t{std::max(f - longest_short, 0)} << 16);
-      std::int64_t* const window_end = std::upper_bound(window, by_first + short_count, std::int64_t{l} << 16 | index_mask);
+      const std::int64_t from = std::int64_t{std::max(f - longest_short, 0)} << 16, to = std::int64_t{l} << 16 | index_mask;
+      std::int64_t* window = std::lower_bound(by_first, by_first + short_count, from);
+      std::int64_t* const window_end = std::upper_bound(window, by_first + short_count, to);
       int n = 0;
       for (; window != window_end; ++window) {
         const int q = static_cast<int>(*window & index_mask);

@@ -8,8 +8,9 @@
 //     (more for sums of more than 256 products, see `tolerance`) and 1e-2 in f16 storage. The
 //     error is relative, values smaller than a tenth of the largest expected value being
 //     compared against that tenth (as tests/support/kernel_checks.hpp);
-//   - against the scalar kernels (`kernels::conv` per group, then `affine`, `add`, `relu`), bit
-//     for bit: packed_conv promises the scalar path's bits on every instruction set.
+//   - against the scalar kernels (`kernels::conv` per group, then `affine`, `add`, the
+//     activation), bit for bit: packed_conv promises the scalar path's bits on every
+//     instruction set.
 // conv_portable.cpp also compares the outputs of the three instruction sets bit for bit.
 //
 // The fast kernels live in an inline namespace per instruction set (`ipu::kernels::avx512`, ...),
@@ -25,6 +26,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -84,11 +86,17 @@ constexpr const char* type_name = std::is_same_v<T, float> ? "f32" : "f16";
 template <class T>
 void check_shape(const named_shape& c, const fusion& f, std::uint32_t seed = 1) {
   INFO(c.what << ": " << describe(c.shape) << ", " << describe(f) << ", " << type_name<T>);
-  const problem<T> p = make_problem<T>(c.shape, seed);
+  problem<T> p = make_problem<T>(c.shape, seed);
+  if (f.relu6)
+    for (float& s : p.scale) s *= 8.0f;
   const std::vector<T> y = packed_path(p, f);
   const double error = scaled_error(reference(p, f), y);
   INFO("largest scaled relative error " << error << " (tolerance " << tolerance<T>(c.shape) << ")");
   CHECK(error < tolerance<T>(c.shape));
+  if (f.relu6) {
+    INFO("some outputs reach ReLU6's cap");
+    CHECK(std::ranges::count_if(y, [](T v) { return static_cast<float>(v) == 6.0f; }) > 0);
+  }
   const bit_difference d = compare_bits<T>(y, scalar_path(p, f), c.shape.out_channels);
   INFO("against the scalar kernels: " << d.message);
   CHECK(d.count == 0);
@@ -130,6 +138,10 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv fused epilogues match the reference
       {.bias = true, .relu = true},
       {.affine = true, .relu = true},                         // conv, batch norm, relu
       {.affine = true, .residual = true, .relu = true},       // the end of a bottleneck block
+      {.affine = true, .relu6 = true},                        // conv, batch norm, relu6 (MobileNetV2)
+      {.bias = true, .affine = true, .residual = true, .relu6 = true},
+      {.affine = true, .silu = true},                         // conv, batch norm, silu (EfficientNet)
+      {.bias = true, .silu = true},                           // squeeze-and-excitation's reduction
       {.bias = true, .affine = true, .residual = true},
       full_fusion,
   };
@@ -326,6 +338,39 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects a zero stride") {
     s.stride = stride;
     CHECK_THROWS_AS(ipu::kernels::packed_conv<float>(s, std::vector<float>(3 * 3 * 8 * 8)), std::invalid_argument);
   }
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " exp on vectors gives the scalar bits, within one unit in the last place") {
+  // kernels::exp<simd::lanes> (silu's and sigmoid's fast kernels) against kernels::exp on one
+  // float (their faithful kernels) bit for bit, and against the double-precision std::exp, on
+  // a fine grid over [-100, 100] and at the ends of its range.
+  namespace simd = ipu::kernels::simd;
+  constexpr float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> xs{0.0f, -0.0f, 88.37f, 88.38f, -87.33f, -87.34f, inf, -inf, nan, 1e-30f, -1e-30f};
+  for (int i = -72'993; i <= 72'993; ++i) xs.push_back(static_cast<float>(i) * 0.00137f);
+  xs.resize((xs.size() + simd::vec::width - 1) / simd::vec::width * simd::vec::width, 1.0f);
+  int mismatches = 0;
+  double worst_ulps = 0;
+  for (std::size_t i = 0; i < xs.size(); i += simd::vec::width) {
+    float vector[simd::vec::width];
+    simd::store(vector, ipu::kernels::exp<simd::lanes>(simd::load(xs.data() + i)));
+    for (std::size_t k = 0; k < static_cast<std::size_t>(simd::vec::width); ++k) {
+      const float x = xs[i + k], scalar = ipu::kernels::exp(x);
+      if (std::memcmp(&scalar, &vector[k], sizeof scalar) != 0) ++mismatches;
+      const double expected = std::exp(static_cast<double>(x));
+      if (x > -87.33f && x < 88.37f) {  // normal results
+        const float e = static_cast<float>(expected);
+        worst_ulps = std::max(worst_ulps, std::abs(scalar - expected) / static_cast<double>(std::nextafter(e, inf) - e));
+      }
+    }
+  }
+  CHECK(mismatches == 0);
+  INFO("worst error " << worst_ulps << " units in the last place");
+  CHECK(worst_ulps < 1.0);
+  CHECK(ipu::kernels::exp(0.0f) == 1.0f);
+  CHECK(ipu::kernels::exp(88.38f) == inf);
+  CHECK(ipu::kernels::exp(-87.34f) == 0.0f);
+  CHECK(std::isnan(ipu::kernels::exp(nan)));
 }
 
 std::vector<float> outputs_for(const conv_shape& s, bool half, std::uint32_t seed) {

@@ -14,6 +14,9 @@
 #include <ipu/kernels/conv.hpp>
 #include <ipu/kernels/packed_conv.hpp>
 #include <ipu/kernels/pointwise.hpp>
+#include <ipu/ops/relu6.hpp>
+#include <ipu/ops/silu.hpp>
+#include <ipu/ops/unary.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -181,6 +184,9 @@ inline constexpr named_shape odd_shapes[] = {
     {"depthwise 3x3 12 channels", shape(7, 5, 12, 12, 3, 1, 12)},
     {"depthwise 3x3/2 20 channels on 9x9", shape(9, 9, 20, 20, 3, 2, 20)},
     {"depthwise 3x3 40 channels", shape(5, 6, 40, 40, 3, 1, 40)},
+    // Panels by work item: 5 panels of 16 lanes in items of 3 and 2, 9 of 8 in items of 3,
+    // 18 of 4 in items of 4 and a last of 2.
+    {"depthwise 3x3 72 channels on 7x6 batch 2", shape(7, 6, 72, 72, 3, 1, 72, 2)},
     {"3x3 24->24 12 groups of 2", shape(6, 5, 24, 24, 3, 1, 12)},
     {"3x3/2 20->20 10 groups of 2 on 7x7", shape(7, 7, 20, 20, 3, 2, 10)},
     {"3x3 12->12 4 groups of 3", shape(6, 6, 12, 12, 3, 1, 4)},
@@ -264,6 +270,8 @@ class uniform_source {
 /// The steps fused after the convolution (see `ipu::kernels::epilogue`).
 struct fusion {
   bool bias = false, affine = false, residual = false, relu = false;
+  bool relu6 = false;  ///< instead of `relu`; the scale is then 8 times larger, so that outputs pass 6
+  bool silu = false;   ///< instead of `relu`
 };
 inline constexpr fusion no_fusion{};
 inline constexpr fusion full_fusion{true, true, true, true};
@@ -271,7 +279,8 @@ inline constexpr fusion full_fusion{true, true, true, true};
 inline std::string describe(const fusion& f) {
   std::string s;
   for (const auto& [on, name] : {std::pair{f.bias, "bias"}, std::pair{f.affine, "scale and shift"},
-                                 std::pair{f.residual, "residual"}, std::pair{f.relu, "relu"}})
+                                 std::pair{f.residual, "residual"}, std::pair{f.relu, "relu"}, std::pair{f.relu6, "relu6"},
+                                 std::pair{f.silu, "silu"}})
     if (on) s += s.empty() ? name : std::string(" + ") + name;
   return s.empty() ? "no epilogue" : "epilogue: " + s;
 }
@@ -323,7 +332,8 @@ ipu::kernels::epilogue<T> epilogue_of(const problem<T>& p, const fusion& f) {
     e.shift = p.shift.data();
   }
   if (f.residual) e.residual = p.residual.data();
-  e.relu = f.relu;
+  using kind = ipu::kernels::activation_kind;
+  e.activation = f.silu ? kind::silu : f.relu6 ? kind::relu6 : f.relu ? kind::relu : kind::none;
   return e;
 }
 
@@ -353,6 +363,9 @@ std::vector<double> reference(const problem<T>& p, const fusion& f) {
   if (f.affine) y = ref::batch_norm(y, channels, as_double(p.scale), as_double(p.shift), zeros, ones, 0.0);
   if (f.residual) y = ref::add(y, as_double(p.residual));
   if (f.relu) y = ref::relu(std::move(y));
+  for (const auto& [on, op] : {std::pair{f.relu6, "relu6"}, std::pair{f.silu, "silu"}})
+    if (on)
+      for (double& v : y) v = ref::activation(op, v);
   return y;
 }
 
@@ -384,6 +397,8 @@ std::vector<T> scalar_path(const problem<T>& p, const fusion& f) {
   const auto count = static_cast<std::int64_t>(y.size());
   if (f.residual) kn::add(y.data(), p.residual.data(), y.data(), count);
   if (f.relu) kn::relu(y.data(), y.data(), count);
+  if (f.relu6) ipu::ops::unary_kernel<ipu::ops::relu6>::apply(y.data(), y.data(), count, {});
+  if (f.silu) ipu::ops::unary_kernel<ipu::ops::silu>::apply(y.data(), y.data(), count, {});
   return y;
 }
 

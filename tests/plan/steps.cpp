@@ -39,7 +39,7 @@ TEST_CASE("inference plans one forward step per node, in table order, on the nod
   }
 }
 
-TEST_CASE("the plan fuses batch norm, add and relu into the convolution before them, with f32 partials") {
+TEST_CASE("the plan fuses batch norm, add and relu, relu6 or silu into the convolution before them, with f32 partials") {
   constexpr auto& p = ipu::plan_v<net_t, tiny2>;
   const int conv1 = node(p, "conv1"), block_conv2 = node(p, "block1.conv2");
   CHECK(p.plan_of(node(p, "batch_norm1")).fused_into == conv1);
@@ -51,6 +51,19 @@ TEST_CASE("the plan fuses batch norm, add and relu into the convolution before t
   CHECK(p.plan_of(block_conv2).fused_end == node(p, "relu2"));
   CHECK(p.plan_of(node(p, "max_pool1")).fused_into == -1);
   CHECK(p.plan_of(node(p, "dense1")).fused_end == node(p, "dense1"));
+
+  // ReLU6 or SiLU in ReLU's place (MobileNetV2's conv, batch norm, relu6; EfficientNet's with
+  // silu); not after a ReLU: one activation per epilogue; not a sigmoid.
+  using relu6_net = decltype(ipu::input<ipu::f32, 2, 8, 8, 8> | nn::conv<8, 3> | nn::batch_norm | nn::relu6 |
+                             nn::conv<8, 1> | nn::relu | nn::relu6 | nn::conv<8, 1> | nn::batch_norm | nn::silu |
+                             nn::conv<8, 1> | nn::sigmoid);
+  constexpr auto& r = ipu::plan_v<relu6_net, tiny>;
+  CHECK(r.plan_of(node(r, "relu6_1")).fused_into == node(r, "conv1"));
+  CHECK(r.plan_of(node(r, "conv1")).fused_end == node(r, "relu6_1"));
+  CHECK(r.plan_of(node(r, "conv2")).fused_end == node(r, "relu1"));
+  CHECK(r.plan_of(node(r, "relu6_2")).fused_into == -1);
+  CHECK(r.plan_of(node(r, "conv3")).fused_end == node(r, "silu1"));
+  CHECK(r.plan_of(node(r, "sigmoid1")).fused_into == -1);
 
   constexpr auto& q = ipu::plan_v<net_t, tiny2, f16_partials>;  // the scalar kernels: no epilogue
   for (int j = 0; j < static_cast<int>(q.size); ++j) {

@@ -80,9 +80,18 @@ struct conv_shape {
   friend constexpr bool operator==(const conv_shape&, const conv_shape&) = default;
 };
 
+/// The activation an epilogue applies last.
+enum class activation_kind : std::uint8_t {
+  none,
+  relu,   ///< `max(x, 0)`: NaN gives +0, as `kernels::relu`
+  relu6,  ///< `min(max(x, 0), 6)`: NaN stays NaN, as `ops::relu6`
+  silu,   ///< `x / (1 + e^-x)` as `kernels::silu` (`ops::silu`)
+};
+
 /// What happens to each convolution output before it is stored, in this order, each step
 /// rounded to `T` as the separate layer would round it: `+ bias`, then `* scale + shift`
-/// (batch norm folded), then `+ residual`, then `max(·, 0)`. Null pointers skip a step.
+/// (batch norm folded), then `+ residual`, then the activation (`activation_kind`: ReLU, ReLU6
+/// or SiLU). Null pointers skip a step.
 ///
 /// \tparam T  the element type of the output and the residual: `float` or `ipu::f16`
 template <class T>
@@ -91,7 +100,7 @@ struct epilogue {
   const float* scale = nullptr;     ///< `out_channels` values; with `shift`
   const float* shift = nullptr;     ///< `out_channels` values; with `scale`
   const T* residual = nullptr;      ///< a tensor shaped as the output (NHWC)
-  bool relu = false;                ///< apply ReLU last (NaN gives +0, as `kernels::relu`)
+  activation_kind activation = activation_kind::none;  ///< applied last
 };
 
 inline namespace IPU_SIMD_NAMESPACE {
@@ -150,7 +159,10 @@ inline void finish(vec acc, const epilogue<T>& e, std::int64_t c, std::int64_t o
   v = simd::rounded<T>(v);
   if (e.scale != nullptr) v = simd::rounded<T>(simd::madd(v, simd::load(e.scale + c, n), simd::load(e.shift + c, n)));
   if (e.residual != nullptr) v = simd::rounded<T>(simd::add(v, simd::load_widened(e.residual + offset, n)));
-  if (e.relu) v = simd::relu(v);
+  if (e.activation == activation_kind::relu) v = simd::relu(v);
+  // As `ops::relu6::f`, `std::min(std::max(x, 0), 6)`: each keeps `x` where it is NaN.
+  if (e.activation == activation_kind::relu6) v = simd::min(simd::splat(6.0f), simd::max(simd::zero(), v));
+  if (e.activation == activation_kind::silu) v = kernels::silu<simd::lanes>(v);
   simd::store_rounded(out + offset, v, n);
 }
 
@@ -245,18 +257,22 @@ class packed_conv {
 
   /// The shape the weights were packed for.
   const conv_shape& shape() const noexcept { return shape_; }
-  /// The number of independent pieces of work: panels of output channels by runs of positions.
-  std::int64_t work_items() const noexcept { return static_cast<std::int64_t>(panels_.size()) * chunks_; }
+  /// The number of independent pieces of work: panels of output channels (or a few consecutive
+  /// ones) by runs of positions.
+  std::int64_t work_items() const noexcept { return panel_groups_ * chunks_; }
 
   /// Computes work item `item` (`0 <= item < work_items()`): `in` is the whole input
   /// `[batch][in_height][in_width][in_channels]`, `out` the whole output.
   void run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept {
-    const panel& pn = panels_[static_cast<std::size_t>(item / chunks_)];
+    const std::int64_t first_panel = item / chunks_ * panels_per_item_;
     if (lanes_ && finite_) {
       const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_;
       const std::int64_t oh0 = chunk % per_image * rows_per_item_;
-      return run_lanes_padded(in, out, e, pn, chunk / per_image, oh0, std::min(shape_.out_height(), oh0 + rows_per_item_));
+      const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
+      return run_lanes_padded(in, out, e, first_panel, last_panel, chunk / per_image, oh0,
+                              std::min(shape_.out_height(), oh0 + rows_per_item_));
     }
+    const panel& pn = panels_[static_cast<std::size_t>(first_panel)];
     const std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
     lanes_ ? run_lanes(in, out, e, pn, p0, p1) : run_dense(in, out, e, pn, p0, p1);
   }
@@ -299,8 +315,18 @@ class packed_conv {
     const std::int64_t per_position = 2 * s.kernel.area() * cin_ * panel_channels_;
     constexpr std::int64_t target_flops = 1 << 20;  // a few microseconds of work per item
     const std::int64_t positions = std::max<std::int64_t>(1, target_flops / per_position);
-    if (lanes_ && finite_) {  // items of whole output rows of one image
-      rows_per_item_ = std::min(s.out_height(), (positions + s.out_width() - 1) / s.out_width());
+    const auto panels = static_cast<std::int64_t>(panels_.size());
+    panel_groups_ = panels;
+    panels_per_item_ = 1;
+    if (lanes_ && finite_) {  // items of whole output rows of one image, by up to four consecutive panels
+      // An input pixel's channels of consecutive panels lie side by side: copied into the
+      // window together, four cache lines at a time, rather than one line of each pixel per
+      // item (a depthwise convolution's reads were a cache miss per pixel).
+      constexpr std::int64_t max_panels_per_item = 4;
+      panel_groups_ = (panels + max_panels_per_item - 1) / max_panels_per_item;
+      panels_per_item_ = (panels + panel_groups_ - 1) / panel_groups_;
+      const std::int64_t group_positions = std::max<std::int64_t>(1, positions / panels_per_item_);
+      rows_per_item_ = std::min(s.out_height(), (group_positions + s.out_width() - 1) / s.out_width());
       chunks_ = s.batch * ((s.out_height() + rows_per_item_ - 1) / rows_per_item_);
     } else {  // items of a multiple of every tile's rows
       constexpr std::int64_t tiles = 24;
@@ -525,39 +551,47 @@ class packed_conv {
     });
   }
 
-  /// Groups in lanes, output rows `[oh0, oh1)` of `image`: the input window the rows read is
-  /// first copied, widened to f32 and zero-padded, so that every position takes every tap.
+  /// Groups in lanes, output rows `[oh0, oh1)` of `image`, panels `[first_panel, last_panel)`:
+  /// the input window the rows read is first copied (each pixel's channels of all the panels
+  /// together), widened to f32 and zero-padded, so that every position takes every tap.
   /// A padding tap then adds `0 * w`, which leaves every partial sum as it was (a sum that
   /// starts at +0 is never -0): the same bits as skipping it, for finite weights (with a
   /// non-finite weight `0 * w` is NaN, so such kernels take the skipping path).
-  void run_lanes_padded(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t image, std::int64_t oh0,
-                        std::int64_t oh1) const {
+  void run_lanes_padded(const T* in, T* out, const epilogue<T>& e, std::int64_t first_panel, std::int64_t last_panel,
+                        std::int64_t image, std::int64_t oh0, std::int64_t oh1) const {
     constexpr int w_lanes = detail::width;
     const window_geometry& g = geometry_;
     const std::int64_t c = shape_.in_channels;
     const std::int64_t ih0 = oh0 * g.stride_h - g.pad_top, height = (oh1 - oh0 - 1) * g.stride_h + g.span_h();
     const std::int64_t iw0 = -g.pad_left, cols = (g.out_width - 1) * g.stride_w + g.span_w();
-    const int lanes = static_cast<int>(pn.channels);
-    thread_local std::vector<float> window;  // (height, cols, lanes), zero outside the image
-    window.assign(static_cast<std::size_t>(height * cols * w_lanes), 0.0f);
+    const std::int64_t plane = height * cols * w_lanes;  // one panel's window
+    const auto at = [&](std::int64_t p) -> const panel& { return panels_[static_cast<std::size_t>(p)]; };
+    thread_local std::vector<float> window;  // (panel, height, cols, lanes), zero outside the image
+    window.assign(static_cast<std::size_t>((last_panel - first_panel) * plane), 0.0f);
     for (std::int64_t ih = std::max<std::int64_t>(ih0, 0); ih < std::min(ih0 + height, g.in_height); ++ih)
-      for (std::int64_t iw = std::max<std::int64_t>(iw0, 0); iw < std::min(iw0 + cols, g.in_width); ++iw)
-        simd::store(window.data() + ((ih - ih0) * cols + iw - iw0) * w_lanes,
-                    simd::load_widened(in + ((image * g.in_height + ih) * g.in_width + iw) * c + pn.first, lanes));
+      for (std::int64_t iw = std::max<std::int64_t>(iw0, 0); iw < std::min(iw0 + cols, g.in_width); ++iw) {
+        const T* pixel = in + ((image * g.in_height + ih) * g.in_width + iw) * c;
+        float* to = window.data() + ((ih - ih0) * cols + iw - iw0) * w_lanes;
+        for (std::int64_t p = first_panel; p < last_panel; ++p)
+          simd::store(to + (p - first_panel) * plane, simd::load_widened(pixel + at(p).first, static_cast<int>(at(p).channels)));
+      }
     const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
     with_group([&](auto group) {
-      for (std::int64_t oh = oh0; oh < oh1; ++oh) {
-        const detail::input_walk<float> x{window.data(), (oh - oh0) * g.stride_h * cols * w_lanes, g.stride_w * w_lanes,
-                                          g.dilation_h * cols * w_lanes, g.dilation_w * w_lanes};
-        lanes_span<decltype(group)::value>(x, all, (image * g.out_height + oh) * g.out_width, g.out_width, 1, w_lanes, pn, e, out);
-      }
+      for (std::int64_t oh = oh0; oh < oh1; ++oh)
+        for (std::int64_t p = first_panel; p < last_panel; ++p) {
+          const detail::input_walk<float> x{window.data() + (p - first_panel) * plane, (oh - oh0) * g.stride_h * cols * w_lanes,
+                                            g.stride_w * w_lanes, g.dilation_h * cols * w_lanes, g.dilation_w * w_lanes};
+          lanes_span<decltype(group)::value>(x, all, (image * g.out_height + oh) * g.out_width, g.out_width, 1, w_lanes, at(p), e,
+                                             out);
+        }
     });
   }
 
   conv_shape shape_{};
   window_geometry geometry_{};
   std::int64_t cin_ = 0, cout_ = 0, panel_channels_ = 0;
-  std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;  // positions (or output rows) per item; items per panel
+  std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;  // positions (or output rows) per item; items per panel group
+  std::int64_t panel_groups_ = 0, panels_per_item_ = 1;      // consecutive panels per item (groups in lanes, padded)
   bool lanes_ = false, finite_ = true;
   std::vector<panel> panels_;
   std::vector<float> weights_;

@@ -15,6 +15,7 @@
 /// faithful executor, give the same bits for the same target flags.
 
 #include <ipu/core/dtype.hpp>
+#include <ipu/core/lanes.hpp>
 
 #include <cmath>
 #include <concepts>
@@ -66,28 +67,7 @@
 #error "ipu: IPU_SIMD asks for instructions the target flags do not enable (see -march)"
 #endif
 
-/// \def IPU_FMA
-/// 1 when the target has fused multiply-add instructions (the compiler defines `__FMA__`, as
-/// with `-mfma` or `-march=x86-64-v3` and above, or `__AVX512F__`), else 0. It decides how
-/// `madd` rounds, whatever `IPU_SIMD` is, so builds with different values may differ in the
-/// last bits. Set by this header from the target flags; do not define it.
-#if defined(__FMA__) || defined(__AVX512F__)
-#define IPU_FMA 1
-#else
-#define IPU_FMA 0
-#endif
-
 namespace ipu::kernels {
-
-/// `a * b + c` as every kernel computes it: fused (one rounding) when the target has FMA
-/// instructions, a multiply then an add otherwise.
-inline float madd(float a, float b, float c) noexcept {
-#if IPU_FMA
-  return std::fma(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
 
 /// \def IPU_SIMD_NAMESPACE
 /// The name of the inline namespace inside `ipu::kernels` that holds `simd`, `packed_conv`
@@ -185,6 +165,14 @@ inline void madd_widened(double* acc, vec a, vec b, int n) noexcept {
 inline vec relu(vec x) noexcept { return {_mm512_maskz_max_ps(all, x.v, _mm512_setzero_ps())}; }
 /// `a > b ? a : b` lane by lane, as `std::max(b, a)`.
 inline vec max(vec a, vec b) noexcept { return {_mm512_maskz_max_ps(all, a.v, b.v)}; }
+/// `a < b ? a : b` lane by lane, as `std::min(b, a)`.
+inline vec min(vec a, vec b) noexcept { return {_mm512_maskz_min_ps(all, a.v, b.v)}; }
+/// `2^n` lane by lane for integers `n` in `[-126, 127]`, as `scalar_lanes::pow2`.
+inline vec pow2(vec n) noexcept {
+  const __m512 c = _mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, n.v, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
+  const __m512i e = _mm512_maskz_add_epi32(all, _mm512_maskz_cvtps_epi32(all, c), _mm512_set1_epi32(127));
+  return {_mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, e, 23))};
+}
 /// `a / b` lane by lane.
 inline vec div(vec a, vec b) noexcept { return {_mm512_div_ps(a.v, b.v)}; }
 
@@ -275,6 +263,14 @@ inline void madd_widened(double* acc, vec a, vec b, int n) noexcept {
 inline vec relu(vec x) noexcept { return {_mm256_max_ps(x.v, _mm256_setzero_ps())}; }
 /// `a > b ? a : b` lane by lane, as `std::max(b, a)`.
 inline vec max(vec a, vec b) noexcept { return {_mm256_max_ps(a.v, b.v)}; }
+/// `a < b ? a : b` lane by lane, as `std::min(b, a)`.
+inline vec min(vec a, vec b) noexcept { return {_mm256_min_ps(a.v, b.v)}; }
+/// `2^n` lane by lane for integers `n` in `[-126, 127]`, as `scalar_lanes::pow2`.
+inline vec pow2(vec n) noexcept {
+  const __m256 c = _mm256_min_ps(_mm256_max_ps(n.v, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(127.0f));
+  const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(c), _mm256_set1_epi32(127));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(e, 23))};
+}
 /// `a / b` lane by lane.
 inline vec div(vec a, vec b) noexcept { return {_mm256_div_ps(a.v, b.v)}; }
 
@@ -379,6 +375,16 @@ inline vec max(vec a, vec b) noexcept {
   for (int i = 0; i < vec::width; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
   return a;
 }
+/// `a < b ? a : b` lane by lane, as `std::min(b, a)`: `b` where either is NaN.
+inline vec min(vec a, vec b) noexcept {
+  for (int i = 0; i < vec::width; ++i) a.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i];
+  return a;
+}
+/// `2^n` lane by lane for integers `n` in `[-126, 127]`, as `scalar_lanes::pow2`.
+inline vec pow2(vec n) noexcept {
+  for (float& e : n.v) e = scalar_lanes::pow2(e);
+  return n;
+}
 /// `a / b` lane by lane.
 inline vec div(vec a, vec b) noexcept {
   for (int i = 0; i < vec::width; ++i) a.v[i] /= b.v[i];
@@ -456,6 +462,20 @@ inline vec rounded(vec x) noexcept {
     return load_widened(tmp, vec::width);
   }
 }
+
+/// The lane operations of a vector, lane by lane with `scalar_lanes`' results: a function
+/// written over lanes (`kernels::exp<L>`, `ops::silu::of<L>`) runs on vectors with them.
+struct lanes {
+  using value = vec;  ///< `width` lanes
+  static vec splat(float c) noexcept { return simd::splat(c); }
+  static vec add(vec a, vec b) noexcept { return simd::add(a, b); }
+  static vec sub(vec a, vec b) noexcept { return simd::sub(a, b); }
+  static vec mul(vec a, vec b) noexcept { return simd::mul(a, b); }
+  static vec div(vec a, vec b) noexcept { return simd::div(a, b); }
+  static vec madd(vec a, vec b, vec c) noexcept { return simd::madd(a, b, c); }
+  static vec where_greater(vec a, vec b, vec x, vec y) noexcept { return simd::where_greater(a, b, x, y); }
+  static vec pow2(vec n) noexcept { return simd::pow2(n); }
+};
 
 }  // namespace simd
 }  // namespace IPU_SIMD_NAMESPACE

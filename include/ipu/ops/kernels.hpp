@@ -12,7 +12,9 @@
 #include <ipu/ops/kernels/flatten.hpp>
 #include <ipu/ops/kernels/global_avg_pool.hpp>
 #include <ipu/ops/kernels/input.hpp>
+#include <ipu/ops/kernels/lanes_unary.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
 #include <ipu/ops/kernels/pool.hpp>
 #include <ipu/ops/kernels/relu.hpp>
+#include <ipu/ops/kernels/relu6.hpp>
 #include <ipu/ops/kernels/softmax.hpp>

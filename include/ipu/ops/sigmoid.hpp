@@ -2,13 +2,13 @@
 /// \file
 /// `ops::sigmoid`: the logistic sigmoid, `1 / (1 + exp(-x))` (PyTorch `nn.Sigmoid`, TensorFlow
 /// `tf.math.sigmoid`). With `nn::multiply` it gates a branch (a squeeze-and-excitation block's
-/// channel weights). Element-wise on its input's tiles, computed in f32 and rounded once to the
-/// element type (`ops::unary_kernel`).
+/// channel weights). Element-wise on its input's tiles, computed in f32 (`e^x` as
+/// `kernels::exp`) and rounded once to the element type; written once over lanes, so that the
+/// fast mode's vectors give the faithful mode's bits (`ops/kernels/lanes_unary.hpp`).
 
+#include <ipu/core/lanes.hpp>
 #include <ipu/ops/op.hpp>
-#include <ipu/ops/unary.hpp>
 
-#include <cmath>
 #include <string_view>
 
 namespace ipu::ops {
@@ -16,14 +16,19 @@ namespace ipu::ops {
 /// The logistic sigmoid: shape-preserving, no weights, computed where its input lives.
 struct sigmoid : op_base {
   static constexpr std::string_view name = "sigmoid";  ///< as `nn::sigmoid` names it
+  /// The function on lanes `L` (one float, `kernels::scalar_lanes`, or a vector of them).
+  template <class L>
+  static typename L::value of(typename L::value x) noexcept {
+    return kernels::sigmoid<L>(x);
+  }
   /// The function, in f32.
-  static float f(float x) noexcept { return 1.0f / (1.0f + std::exp(-x)); }
+  static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
   /// The derivative at `x`: `s (1 - s)`, `s` the sigmoid of `x`.
   static float df(float x) noexcept {
     const float s = f(x);
     return s * (1.0f - s);
   }
-  using kernel = unary_kernel<sigmoid>;  ///< its kernel
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/lanes_unary.hpp`
 };
 
 }  // namespace ipu::ops

@@ -2,10 +2,12 @@
 /// \file
 /// `ops::silu`: the sigmoid-weighted linear unit (swish), `x * sigmoid(x)`, computed as `x / (1 +
 /// exp(-x))`, as EfficientNet uses it (PyTorch `nn.SiLU`, TensorFlow `tf.nn.silu`). Element-wise on
-/// its input's tiles, computed in f32 and rounded once to the element type (`ops::unary_kernel`).
+/// its input's tiles, computed in f32 (`e^x` as `kernels::exp`) and rounded once to the element
+/// type; written once over lanes, so that the fast mode's vectors give the faithful mode's bits
+/// (`ops/kernels/lanes_unary.hpp`).
 
+#include <ipu/core/lanes.hpp>
 #include <ipu/ops/op.hpp>
-#include <ipu/ops/unary.hpp>
 
 #include <cmath>
 #include <string_view>
@@ -15,14 +17,20 @@ namespace ipu::ops {
 /// The sigmoid-weighted linear unit (swish): shape-preserving, no weights, computed where its input lives.
 struct silu : op_base {
   static constexpr std::string_view name = "silu";  ///< as `nn::silu` names it
+  static constexpr int epilogue_order = 3;  ///< last in a convolution's epilogue, as `relu`
+  /// The function on lanes `L` (one float, `kernels::scalar_lanes`, or a vector of them).
+  template <class L>
+  static typename L::value of(typename L::value x) noexcept {
+    return kernels::silu<L>(x);
+  }
   /// The function, in f32.
-  static float f(float x) noexcept { return x / (1.0f + std::exp(-x)); }
+  static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
   /// The derivative at `x`: `s (1 + x (1 - s))`, `s` the sigmoid of `x`.
   static float df(float x) noexcept {
     const float s = 1.0f / (1.0f + std::exp(-x));
     return s * (1.0f + x * (1.0f - s));
   }
-  using kernel = unary_kernel<silu>;  ///< its kernel
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/lanes_unary.hpp`
 };
 
 }  // namespace ipu::ops

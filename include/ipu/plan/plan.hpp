@@ -547,10 +547,10 @@ constexpr ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
 }
 
 /// Fast mode's fusion, with f32 partials (the packed kernels' epilogue): each convolution or
-/// dense layer absorbs the batch norm, residual add and ReLU that follow it, in that order and
-/// each at most once (`ops::<op>::epilogue_order`), as long as each absorbed step reads the
-/// previous one's output, nothing else reads that output, and an add's other operand exists
-/// before the convolution runs.
+/// dense layer absorbs the batch norm, residual add and activation (ReLU, ReLU6 or SiLU) that
+/// follow it, in that order and each at most once (`ops::<op>::epilogue_order`), as long as
+/// each absorbed step reads the previous one's output, nothing else reads that output, and an
+/// add's other operand exists before the convolution runs.
 template <std::size_t N, int Ipus>
 constexpr void plan_fusion(plan<N, Ipus>& p) {
   constexpr int count = static_cast<int>(N);

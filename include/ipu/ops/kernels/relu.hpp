@@ -23,7 +23,7 @@ struct relu::kernel : kernel_base {
   /// Node `k` fused into a convolution's epilogue: ReLU last.
   template <class T, class Ctx>
   static void fuse(kernels::epilogue<T>& e, const Ctx&, int, int) {
-    e.relu = true;
+    e.activation = kernels::activation_kind::relu;
   }
   /// Training: `dx += x > 0 ? dy : 0` (`kernels::relu_gradient`), `x` the forward input.
   template <class Ctx>

@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// The kernels of the element-wise ops whose function is written over lanes (`Op::of<L>`:
+/// `ops::silu`, `ops::sigmoid`): faithful mode's are `ops::unary_kernel`'s, one float at a
+/// time (`kernels::scalar_lanes`); fast mode's run the same function on vectors
+/// (`kernels::simd::lanes`), which gives the same bits lane by lane.
+
+#include <ipu/kernels/simd.hpp>
+#include <ipu/ops/kernels/kernel.hpp>
+#include <ipu/ops/sigmoid.hpp>
+#include <ipu/ops/silu.hpp>
+#include <ipu/ops/unary.hpp>
+
+#include <cstdint>
+
+namespace ipu::ops {
+
+/// The kernel of `Op`, an element-wise op with `Op::of<L>` (see the file comment).
+template <class Op>
+struct lanes_unary_kernel : unary_kernel<Op> {
+  /// The whole output, in parts over the threads, a vector at a time.
+  template <class Ctx>
+  static void fast(const Ctx& c) {
+    namespace simd = kernels::simd;
+    const auto* x = c.input();
+    auto* y = c.output();
+    c.parallel_ranges(c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; e += simd::vec::width) {
+        const int n = simd::lanes_from(e1 - e);
+        simd::store_rounded(y + e, Op::template of<simd::lanes>(simd::load_widened(x + e, n)), n);
+      }
+    });
+  }
+};
+
+/// The kernel of `silu`; in a fused convolution's epilogue, the epilogue's last operation.
+struct silu::kernel : lanes_unary_kernel<silu> {
+  /// Node `k` fused into a convolution's epilogue: SiLU last.
+  template <class T, class Ctx>
+  static void fuse(kernels::epilogue<T>& e, const Ctx&, int, int) {
+    e.activation = kernels::activation_kind::silu;
+  }
+};
+/// The kernel of `sigmoid`.
+struct sigmoid::kernel : lanes_unary_kernel<sigmoid> {};
+
+}  // namespace ipu::ops

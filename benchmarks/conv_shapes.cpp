@@ -1,8 +1,10 @@
-// ipu's convolution kernel against oneDNN's, on every distinct convolution of ResNeXt-101 32x4d
-// as the seed runs it (batch 4, 224x224x4 NHWC input, stride in the first 1x1 conv), in f32.
+// ipu's convolution kernel against oneDNN's, on every distinct convolution of three networks at
+// batch 4, in f32: ResNeXt-101 32x4d as the seed runs it (224x224x4 NHWC input, stride in the
+// first 1x1 conv), and the zoo's MobileNetV2 and EfficientNet-B0 (224x224x3), whose depthwise
+// convolutions have one channel per group.
 //
-// The shapes come from the model's node table at compile time. For each shape, two benchmarks
-// on the same random data:
+// The shapes come from the models' node tables at compile time; a benchmark is named
+// `conv/<model>/<shape>/<impl>`. For each shape, two benchmarks on the same random data:
 // - `ipu`: `ipu::kernels::packed_conv<float>` (weights packed once, before timing), its work
 //   items handed out over an `ipu::runtime::team` with an atomic counter, as the executor does;
 // - `onednn`: oneDNN's convolution primitive (created once), NHWC source and destination,
@@ -16,13 +18,16 @@
 // `conv_shape::flops`), `flop` per call, `layers` (how many layers of the network have the
 // shape). Threads: `IPU_BENCH_THREADS`, else one per hardware thread.
 //
-//   bench_conv_shapes --benchmark_filter='k3'               # the grouped 3x3 convolutions
+//   bench_conv_shapes --benchmark_filter='resnext.*k3'      # ResNeXt's grouped 3x3 convolutions
+//   bench_conv_shapes --benchmark_filter='mobilenet'        # MobileNetV2's
 //   bench_conv_shapes --benchmark_min_time=0.05             # quick (benchmark 1.7: no `s`)
 
 #include "bench_common.hpp"
 
 #include <ipu/graph/queries.hpp>
 #include <ipu/kernels/packed_conv.hpp>
+#include <ipu/models/efficientnet.hpp>
+#include <ipu/models/mobilenet.hpp>
 #include <ipu/models/resnext.hpp>
 #include <ipu/runtime/team.hpp>
 
@@ -45,19 +50,22 @@ namespace {
 
 using ipu::kernels::conv_shape;
 
-using model_t = ipu::models::resnext<ipu::f32, /*batch*/ 4, /*layers*/ 101, /*cardinality*/ 32, /*width per group*/ 4,
-                                     /*input channels*/ 4, /*classes*/ 1000, /*image size*/ 224,
-                                     ipu::models::stride_at::first_conv>;
+using resnext_t = ipu::models::resnext<ipu::f32, /*batch*/ 4, /*layers*/ 101, /*cardinality*/ 32, /*width per group*/ 4,
+                                       /*input channels*/ 4, /*classes*/ 1000, /*image size*/ 224,
+                                       ipu::models::stride_at::first_conv>;
+using mobilenet_t = ipu::models::mobilenet_v2<ipu::f32, /*batch*/ 4>;
+using efficientnet_t = ipu::models::efficientnet_b0<ipu::f32, /*batch*/ 4>;
 
 constexpr conv_shape shape_of(const ipu::node& n) noexcept {
   return {n.in.dim[0], n.in.dim[1], n.in.dim[2], n.in.dim[3], n.layer.filters, n.layer.kernel, n.layer.stride, n.layer.groups,
           n.layer.pad, n.layer.dilation};
 }
 
-/// A distinct convolution shape and how many layers have it.
+/// A distinct convolution shape of a model and how many of its layers have it.
 struct shape_use {
   conv_shape shape;
   int layers = 0;
+  const char* model = "";  ///< as the benchmark names it
 };
 
 /// The distinct convolution shapes of `table`, in the order they first occur.
@@ -87,16 +95,33 @@ constexpr std::size_t distinct_conv_count(const std::array<ipu::node, N>& table)
   return found;
 }
 
-constexpr auto& table = ipu::node_table_v<model_t>;
-constexpr std::array shapes = distinct_convs<distinct_conv_count(table)>(table);
-static_assert(shapes.size() > 10, "ResNeXt-101 has a few dozen distinct convolutions");
+/// The distinct convolution shapes of graph `G`, named `model`.
+template <ipu::Graph G>
+std::vector<shape_use> shapes_of(const char* model) {
+  static constexpr auto& table = ipu::node_table_v<G>;
+  static constexpr std::array distinct = distinct_convs<distinct_conv_count(table)>(table);
+  static_assert(distinct.size() > 10, "each network has a few dozen distinct convolutions");
+  std::vector<shape_use> out(distinct.begin(), distinct.end());
+  for (shape_use& u : out) u.model = model;
+  return out;
+}
 
-/// `conv/56x56x128->128 k3 s1 g32` (`k1x7`, `s2x1` where the axes differ, ` d2` when dilated).
-std::string name_of(const conv_shape& s) {
+/// Every benchmarked shape, the three networks' in turn.
+const std::vector<shape_use> shapes = [] {
+  std::vector<shape_use> all = shapes_of<resnext_t>("resnext101_32x4d");
+  for (auto more : {shapes_of<mobilenet_t>("mobilenet_v2"), shapes_of<efficientnet_t>("efficientnet_b0")})
+    all.insert(all.end(), more.begin(), more.end());
+  return all;
+}();
+
+/// `conv/resnext101_32x4d/56x56x128->128 k3 s1 g32` (`k1x7`, `s2x1` where the axes differ,
+/// ` d2` when dilated).
+std::string name_of(const shape_use& use) {
+  const conv_shape& s = use.shape;
   const auto pair = [](ipu::hw x) {
     return x.h == x.w ? std::to_string(x.h) : std::to_string(x.h) + "x" + std::to_string(x.w);
   };
-  return "conv/" + std::to_string(s.in_height) + "x" + std::to_string(s.in_width) + "x" + std::to_string(s.in_channels) +
+  return "conv/" + std::string(use.model) + "/" + std::to_string(s.in_height) + "x" + std::to_string(s.in_width) + "x" + std::to_string(s.in_channels) +
          "->" + std::to_string(s.out_channels) + " k" + pair(s.kernel) + " s" + pair(s.stride) + " g" +
          std::to_string(s.groups) + (s.dilation == ipu::hw{1, 1} ? "" : " d" + pair(s.dilation));
 }
@@ -131,6 +156,7 @@ class ipu_conv {
         }) {}
 
   void run(const float* in, float* out) {
+    if (conv_.work_items() == 1) return conv_.run(in, out, {}, 0);  // as the executor: no wake-up
     in_ = in;
     out_ = out;
     next_.store(0, std::memory_order_relaxed);
@@ -251,7 +277,7 @@ void bench_onednn(benchmark::State& state, std::size_t k, unsigned threads) {
 int main(int argc, char** argv) {
   return ipu_bench::run_main(argc, argv, [](unsigned threads) {
     for (std::size_t k = 0; k < shapes.size(); ++k) {
-      const std::string name = name_of(shapes[k].shape);
+      const std::string name = name_of(shapes[k]);
       benchmark::RegisterBenchmark((name + "/ipu").c_str(), bench_ipu, k, threads)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();

@@ -1,22 +1,24 @@
-// The whole network: ResNeXt-101 32x4d as the seed runs it (batch 4, 224x224x4 NHWC input,
-// stride in the first 1x1 conv of a stage), with the same weights (`ipu::weights<G>::random(42)`)
-// and input everywhere. Images per second of:
+// Whole networks at batch 4: ResNeXt-101 32x4d as the seed runs it (224x224x4 NHWC input,
+// stride in the first 1x1 conv of a stage), and the zoo's MobileNetV2 and EfficientNet-B0
+// (224x224x3), each with the same weights (`ipu::weights<G>::random(42)`) and input
+// everywhere. Images per second (`network/<model>/<impl>`) of:
 // - `ipu_f32`, `ipu_f16`: `ipu::engine` on one Mk2 at availableMemoryProportion 0.3 (the
-//   example's configuration), fast mode, f32 or f16 storage;
+//   example's configuration), fast mode, f32 or f16 storage (f16 for ResNeXt only);
 // - `onednn`: the same network as a list of oneDNN primitives in f32, NHWC, built by walking
 //   the node table (`onednn_network` below): each conv or dense layer with its batch norm
-//   folded into weights and bias, the residual add as a sum post-op and the ReLU as an eltwise
-//   post-op; pooling, global average pooling (a pooling over the whole image), softmax and
-//   any op not fused as primitives of their own. Activations live in buffers reused as soon as
-//   their last reader has run; a sum post-op accumulates into its shortcut's buffer when the
-//   shortcut has no later reader.
+//   folded into weights and bias, a residual add as a sum post-op and the activation after it
+//   (ReLU, ReLU6, SiLU, sigmoid) as an eltwise post-op; pooling, global average pooling (a
+//   pooling over the whole image), squeeze-and-excitation's scaling (a binary multiply with
+//   the per-channel scales broadcast), softmax and any op not fused as primitives of their
+//   own. Activations live in buffers reused as soon as their last reader has run; a sum
+//   post-op accumulates into its shortcut's buffer when the shortcut has no later reader.
 // Before timing, the oneDNN benchmark checks once that its output agrees with ipu's f32
 // output (bench_common.hpp's `max_relative_error` below 1e-3) and fails otherwise.
 //
 // Threads: `IPU_BENCH_THREADS`, else one per hardware thread, for both. A batch takes seconds
 // on two cores:
 //
-//   bench_network --benchmark_filter=onednn --benchmark_min_time=0.05
+//   bench_network --benchmark_filter='resnext.*onednn' --benchmark_min_time=0.05
 
 #include "bench_common.hpp"
 
@@ -39,7 +41,10 @@
 namespace {
 
 /// The library's ops, as a tag to switch on.
-enum class op_tag { input, conv, batch_norm, relu, max_pool, avg_pool, global_avg_pool, dense, softmax, add, concat, multiply };
+enum class op_tag {
+  input, conv, batch_norm, relu, relu6, silu, sigmoid, max_pool, avg_pool, global_avg_pool, adaptive_avg_pool, dense, softmax,
+  add, concat, multiply
+};
 
 op_tag tag_of(ipu::op o) {
   using namespace ipu::ops;
@@ -48,7 +53,9 @@ op_tag tag_of(ipu::op o) {
       {op_of<input>, op_tag::input},       {op_of<conv>, op_tag::conv},       {op_of<batch_norm>, op_tag::batch_norm},
       {op_of<relu>, op_tag::relu},         {op_of<max_pool>, op_tag::max_pool}, {op_of<avg_pool>, op_tag::avg_pool},
       {op_of<global_avg_pool>, op_tag::global_avg_pool}, {op_of<dense>, op_tag::dense}, {op_of<softmax>, op_tag::softmax},
-      {op_of<add>, op_tag::add},           {op_of<concat>, op_tag::concat},   {op_of<multiply>, op_tag::multiply}};
+      {op_of<add>, op_tag::add},           {op_of<concat>, op_tag::concat},   {op_of<multiply>, op_tag::multiply},
+      {op_of<relu6>, op_tag::relu6},       {op_of<silu>, op_tag::silu},       {op_of<sigmoid>, op_tag::sigmoid},
+      {op_of<adaptive_avg_pool>, op_tag::adaptive_avg_pool}};
   for (const auto& [op, tag] : tags)
     if (op == o) return tag;
   throw std::logic_error("bench_network: no oneDNN step for " + std::string(ipu::name_of(o)));
@@ -56,16 +63,31 @@ op_tag tag_of(ipu::op o) {
 
 constexpr ipu::options seed_options{.available_memory_proportion = {3, 10}};
 
-template <class T>
-using model_t = ipu::models::resnext<T, /*batch*/ 4, /*layers*/ 101, /*cardinality*/ 32, /*width per group*/ 4,
+/// The benchmarked networks: `graph<T>` with elements of type `T`, and the name benchmarks give it.
+struct resnext101 {
+  template <class T>
+  using graph = ipu::models::resnext<T, /*batch*/ 4, /*layers*/ 101, /*cardinality*/ 32, /*width per group*/ 4,
                                      /*input channels*/ 4, /*classes*/ 1000, /*image size*/ 224,
                                      ipu::models::stride_at::first_conv>;
-constexpr const char* model_name = "resnext101_32x4d";
+  static constexpr const char* name = "resnext101_32x4d";
+};
+struct mobilenet_v2 {
+  template <class T>
+  using graph = ipu::models::mobilenet_v2<T, /*batch*/ 4>;
+  static constexpr const char* name = "mobilenet_v2";
+};
+struct efficientnet_b0 {
+  template <class T>
+  using graph = ipu::models::efficientnet_b0<T, /*batch*/ 4>;
+  static constexpr const char* name = "efficientnet_b0";
+};
+
 constexpr std::uint64_t weight_seed = 42;
 
-/// The input batch, the same for every implementation: uniform in [-1, 1].
+/// The input batch of `Model`, the same for every implementation: uniform in [-1, 1].
+template <class Model>
 std::vector<float> input_batch() {
-  std::vector<float> x(ipu::input_tensor_t<model_t<ipu::f32>>::size());
+  std::vector<float> x(ipu::input_tensor_t<typename Model::template graph<ipu::f32>>::size());
   std::mt19937 rng(1);
   for (float& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
   return x;
@@ -76,12 +98,12 @@ void set_counters(benchmark::State& state, std::int64_t batch, unsigned threads)
   state.counters["threads"] = threads;
 }
 
-template <class T>
+template <class Model, class T>
 void bench_ipu(benchmark::State& state, unsigned threads) {
-  using G = model_t<T>;
+  using G = typename Model::template graph<T>;
   ipu::engine<G, ipu::mk2, seed_options> engine{ipu::weights<G>::random(weight_seed), {ipu::execution_mode::fast, threads}};
   ipu::input_tensor_t<G> x;
-  const std::vector<float> values = input_batch();
+  const std::vector<float> values = input_batch<Model>();
   std::transform(values.begin(), values.end(), x.begin(), [](float v) { return static_cast<T>(v); });
   ipu::output_tensor_t<G> y;
   for (auto _ : state) {
@@ -94,13 +116,14 @@ void bench_ipu(benchmark::State& state, unsigned threads) {
 
 #if IPU_BENCH_HAVE_DNNL
 
-/// ipu's f32 output for `input_batch()`, computed once.
+/// ipu's f32 output of `Model` for `input_batch<Model>()`, computed once.
+template <class Model>
 const std::vector<float>& ipu_reference(unsigned threads) {
   static const std::vector<float> out = [&] {
-    using G = model_t<ipu::f32>;
+    using G = typename Model::template graph<ipu::f32>;
     ipu::engine<G, ipu::mk2, seed_options> engine{ipu::weights<G>::random(weight_seed),
                                                   {ipu::execution_mode::fast, threads}};
-    const std::vector<float> x = input_batch();
+    const std::vector<float> x = input_batch<Model>();
     std::vector<float> y(ipu::output_tensor_t<G>::size());
     engine.infer(std::span<const float>(x), std::span<float>(y));
     return y;
@@ -116,6 +139,26 @@ memory::desc desc_of(const ipu::shape& s) {
   if (s.rank == 4) return ipu_bench::activation_desc(s.dim[0], s.dim[1], s.dim[2], s.dim[3]);
   if (s.rank == 2) return {{s.dim[0], s.dim[1]}, dt::f32, tag::nc};
   throw std::invalid_argument("onednn_network: tensors of rank " + std::to_string(s.rank) + " are not supported");
+}
+
+/// An activation as oneDNN's eltwise algorithm with its alpha and beta.
+struct eltwise {
+  dnnl::algorithm algorithm;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+/// The eltwise form of an activation node of kind `k` (ReLU, ReLU6, SiLU, sigmoid); false if
+/// `k` is none of them.
+bool eltwise_of(ipu::op k, eltwise& e) {
+  using namespace ipu::ops;
+  using ipu::op_of;
+  using dnnl::algorithm;
+  if (k == op_of<relu>) e = {algorithm::eltwise_relu};
+  else if (k == op_of<relu6>) e = {algorithm::eltwise_clip, 0.0f, 6.0f};  // min(max(x, alpha), beta)
+  else if (k == op_of<silu>) e = {algorithm::eltwise_swish, 1.0f};        // x * sigmoid(alpha x)
+  else if (k == op_of<sigmoid>) e = {algorithm::eltwise_logistic};
+  else return false;
+  return true;
 }
 
 ipu::kernels::conv_shape conv_shape_of(const ipu::node& n) {
@@ -153,10 +196,10 @@ class onednn_network {
   static constexpr int node_count = static_cast<int>(table.size());
 
   /// Nodes computed by one primitive: `first`, then possibly a batch norm folded in, a
-  /// residual add with operand `other`, a ReLU; it produces the value of node `last`.
+  /// residual add with operand `other`, an activation (node `activation`); it produces the
+  /// value of node `last`.
   struct fused_op {
-    int first = -1, last = -1, norm = -1, add = -1, other = -1;
-    bool relu = false;
+    int first = -1, last = -1, norm = -1, add = -1, other = -1, activation = -1;
   };
   struct step {
     dnnl::primitive primitive;
@@ -168,8 +211,8 @@ class onednn_network {
 
   /// The nodes whose values `op` reads.
   static std::vector<int> inputs_of(const fused_op& op) {
-    std::vector<int> in{table[static_cast<std::size_t>(op.first)].input()};
-    if (table[static_cast<std::size_t>(op.first)].kind == ipu::op_of<ipu::ops::add>) in.push_back(table[static_cast<std::size_t>(op.first)].inputs[1]);
+    const std::span<const int> sources = table[static_cast<std::size_t>(op.first)].sources();
+    std::vector<int> in(sources.begin(), sources.end());
     if (op.other >= 0 && op.first != op.add) in.push_back(op.other);
     std::sort(in.begin(), in.end());
     in.erase(std::unique(in.begin(), in.end()), in.end());
@@ -180,20 +223,26 @@ class onednn_network {
   void plan() {
     std::vector<int> uses(static_cast<std::size_t>(node_count), 0), user(static_cast<std::size_t>(node_count), -1);
     for (int j = 1; j < node_count; ++j) {
-      const ipu::node& n = table[static_cast<std::size_t>(j)];
-      for (int in : {n.input(), n.kind == ipu::op_of<ipu::ops::add> && n.inputs[1] != n.input() ? n.inputs[1] : -1})
-        if (in >= 0) ++uses[static_cast<std::size_t>(in)], user[static_cast<std::size_t>(in)] = j;
+      const std::span<const int> sources = table[static_cast<std::size_t>(j)].sources();
+      for (std::size_t k = 0; k < sources.size(); ++k)
+        if (std::find(sources.begin(), sources.begin() + static_cast<std::ptrdiff_t>(k), sources[k]) == sources.begin() + static_cast<std::ptrdiff_t>(k))
+          ++uses[static_cast<std::size_t>(sources[k])], user[static_cast<std::size_t>(sources[k])] = j;
     }
     std::vector<bool> taken(static_cast<std::size_t>(node_count), false);
-    // The only reader of `v`, if it is an op of kind `k` not yet fused, reading `v` as its main
-    // input (or, for an add, as either operand).
-    const auto sole_reader = [&](int v, ipu::op k) {
+    // The only reader of `v`, if it is an op not yet fused that `accept`s, reading `v` as its
+    // main input (or, for an add, as either operand).
+    const auto sole_reader = [&](int v, auto accept) {
       const int u = user[static_cast<std::size_t>(v)];
       if (uses[static_cast<std::size_t>(v)] != 1 || taken[static_cast<std::size_t>(u)]) return -1;
       const ipu::node& n = table[static_cast<std::size_t>(u)];
-      if (n.kind != k) return -1;
-      if (k == ipu::op_of<ipu::ops::add>) return n.input() != n.inputs[1] ? u : -1;
+      if (!accept(n.kind)) return -1;
+      if (n.kind == ipu::op_of<ipu::ops::add>) return n.input() != n.inputs[1] ? u : -1;
       return n.input() == v ? u : -1;
+    };
+    const auto kind_is = [](ipu::op k) { return [k](ipu::op x) { return x == k; }; };
+    const auto activation = [](ipu::op x) {
+      eltwise e{};
+      return eltwise_of(x, e);
     };
     for (int j = 1; j < node_count; ++j) {
       if (taken[static_cast<std::size_t>(j)]) continue;
@@ -204,8 +253,8 @@ class onednn_network {
         op.last = k;
       };
       if (n.kind == ipu::op_of<ipu::ops::conv> || n.kind == ipu::op_of<ipu::ops::dense>) {
-        if (const int k = sole_reader(op.last, ipu::op_of<ipu::ops::batch_norm>); k >= 0) op.norm = k, absorb(k);
-        if (const int k = sole_reader(op.last, ipu::op_of<ipu::ops::add>); k >= 0) {
+        if (const int k = sole_reader(op.last, kind_is(ipu::op_of<ipu::ops::batch_norm>)); k >= 0) op.norm = k, absorb(k);
+        if (const int k = sole_reader(op.last, kind_is(ipu::op_of<ipu::ops::add>)); k >= 0) {
           const ipu::node& a = table[static_cast<std::size_t>(k)];
           op.add = k;
           op.other = a.input() == op.last ? a.inputs[1] : a.input();
@@ -215,8 +264,13 @@ class onednn_network {
         op.add = j;
         op.other = n.inputs[1];
       }
-      if (n.kind == ipu::op_of<ipu::ops::conv> || n.kind == ipu::op_of<ipu::ops::dense> || n.kind == ipu::op_of<ipu::ops::add> || n.kind == ipu::op_of<ipu::ops::batch_norm>)
-        if (const int k = sole_reader(op.last, ipu::op_of<ipu::ops::relu>); k >= 0) op.relu = true, absorb(k);
+      // A batch norm of its own fuses a ReLU only (`fuse_norm_relu`); the others take any
+      // activation as a post-op.
+      if (n.kind == ipu::op_of<ipu::ops::batch_norm>) {
+        if (const int k = sole_reader(op.last, kind_is(ipu::op_of<ipu::ops::relu>)); k >= 0) op.activation = k, absorb(k);
+      } else if (n.kind == ipu::op_of<ipu::ops::conv> || n.kind == ipu::op_of<ipu::ops::dense> || n.kind == ipu::op_of<ipu::ops::add>) {
+        if (const int k = sole_reader(op.last, activation); k >= 0) op.activation = k, absorb(k);
+      }
       ops_.push_back(op);
     }
     std::stable_sort(ops_.begin(), ops_.end(), [](const fused_op& a, const fused_op& b) { return a.last < b.last; });
@@ -273,11 +327,12 @@ class onednn_network {
     return m;
   }
 
-  /// Post-ops: the sum of the residual add, then the ReLU.
-  static dnnl::primitive_attr post_ops(bool sum, bool relu) {
+  /// Post-ops: the sum of the residual add, then the activation (node `activation`, if any).
+  static dnnl::primitive_attr post_ops(bool sum, int activation) {
     dnnl::post_ops po;
     if (sum) po.append_sum(1.0f);
-    if (relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (eltwise e{}; activation >= 0 && eltwise_of(table[static_cast<std::size_t>(activation)].kind, e))
+      po.append_eltwise(1.0f, e.algorithm, e.alpha, e.beta);
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     return attr;
@@ -297,7 +352,8 @@ class onednn_network {
         // dense bias times the scale).
         std::vector<float> kernel(w.of_node(op.first)["kernel"].begin(), w.of_node(op.first)["kernel"].end());
         std::vector<float> bias(static_cast<std::size_t>(out), 0.0f);
-        if (n.kind == ipu::op_of<ipu::ops::dense>) std::ranges::copy(w.of_node(op.first)["bias"], bias.begin());
+        const bool own_bias = n.kind == ipu::op_of<ipu::ops::dense> || n.layer.bias;
+        if (own_bias) std::ranges::copy(w.of_node(op.first)["bias"], bias.begin());
         if (op.norm >= 0) {
           const ipu::layer_weights& bn = w.of_node(op.norm);
           for (std::size_t c = 0; c < bias.size(); ++c) {
@@ -308,8 +364,8 @@ class onednn_network {
             bias[c] = bias[c] * scale + shift;
           }
         }
-        const bool has_bias = n.kind == ipu::op_of<ipu::ops::dense> || op.norm >= 0;
-        const dnnl::primitive_attr attr = post_ops(sum, op.relu);
+        const bool has_bias = own_bias || op.norm >= 0;
+        const dnnl::primitive_attr attr = post_ops(sum, op.activation);
         if (n.kind == ipu::op_of<ipu::ops::conv>) {
           const ipu::kernels::conv_shape cs = conv_shape_of(n);
           const auto pd = ipu_bench::conv_primitive(cs, has_bias, attr, engine_);
@@ -343,7 +399,7 @@ class onednn_network {
         const ipu::layer_weights& bn = w.of_node(op.first);
         auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                      dnnl::normalization_flags::use_shift;
-        if (op.relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+        if (op.activation >= 0) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
         using bnf = dnnl::batch_normalization_forward;
         const bnf::primitive_desc pd(bnf::desc(forward, desc_of(n.in), static_cast<float>(ipu::batch_norm_epsilon), flags), engine_);
         s.primitive = bnf(pd);
@@ -356,26 +412,39 @@ class onednn_network {
         s.args[DNNL_ARG_DST] = user_memory(desc_of(last.out), op.last);
         break;
       }
-      case op_tag::relu: {
+      case op_tag::relu:
+      case op_tag::relu6:
+      case op_tag::silu:
+      case op_tag::sigmoid: {
         using elt = dnnl::eltwise_forward;
-        s.primitive = elt(elt::primitive_desc(elt::desc(forward, dnnl::algorithm::eltwise_relu, desc_of(n.in), 0.0f, 0.0f), engine_));
+        eltwise e{};
+        eltwise_of(n.kind, e);
+        s.primitive = elt(elt::primitive_desc(elt::desc(forward, e.algorithm, desc_of(n.in), e.alpha, e.beta), engine_));
         s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input());
         s.args[DNNL_ARG_DST] = user_memory(desc_of(n.out), op.last);
         break;
       }
-      case op_tag::add: {
-        const memory::desc d = desc_of(n.out);
-        s.primitive = dnnl::binary(dnnl::binary::primitive_desc(dnnl::binary::desc(dnnl::algorithm::binary_add, d, d, d),
-                                                                post_ops(false, op.relu), engine_));
+      case op_tag::add:
+      case op_tag::multiply: {
+        // The second operand broadcasts to the first: squeeze-and-excitation's [N, 1, 1, C].
+        if (n.input_count != 2) throw std::invalid_argument("onednn_network: a join of more than two inputs");
+        const memory::desc d = desc_of(n.out), other = desc_of(table[static_cast<std::size_t>(n.inputs[1])].out);
+        const auto algo = n.kind == ipu::op_of<ipu::ops::add> ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul;
+        s.primitive = dnnl::binary(dnnl::binary::primitive_desc(dnnl::binary::desc(algo, d, other, d),
+                                                                post_ops(false, op.activation), engine_));
         s.args[DNNL_ARG_SRC_0] = user_memory(d, n.input());
-        s.args[DNNL_ARG_SRC_1] = user_memory(d, n.inputs[1]);
+        s.args[DNNL_ARG_SRC_1] = user_memory(other, n.inputs[1]);
         s.args[DNNL_ARG_DST] = user_memory(d, op.last);
         break;
       }
       case op_tag::max_pool:
       case op_tag::avg_pool:
-      case op_tag::global_avg_pool: {
-        const bool global = n.kind == ipu::op_of<ipu::ops::global_avg_pool>;
+      case op_tag::global_avg_pool:
+      case op_tag::adaptive_avg_pool: {
+        const bool global = n.kind == ipu::op_of<ipu::ops::global_avg_pool> ||
+                            (n.kind == ipu::op_of<ipu::ops::adaptive_avg_pool> && ipu::ops::adaptive_avg_pool::global(n.layer));
+        if (n.kind == ipu::op_of<ipu::ops::adaptive_avg_pool> && !global)
+          throw std::invalid_argument("onednn_network: adaptive average pooling to more than one cell");
         const std::int64_t h = n.in.dim[1], wd = n.in.dim[2];
         const std::int64_t kh = global ? h : n.layer.kernel.h, kw = global ? wd : n.layer.kernel.w;
         const std::int64_t sh = global ? 1 : n.layer.stride.h, sw = global ? 1 : n.layer.stride.w;
@@ -400,8 +469,7 @@ class onednn_network {
         s.args[DNNL_ARG_DST] = user_memory(d, op.last);
         break;
       }
-      case op_tag::concat:
-      case op_tag::multiply:  // the benchmarked networks have no such joins
+      case op_tag::concat:  // the benchmarked networks have no such joins
         throw std::logic_error("bench_network: no oneDNN step for " + std::string(ipu::name_of(n.kind)));
       case op_tag::input: return;
     }
@@ -416,12 +484,13 @@ class onednn_network {
   std::vector<step> steps_;
 };
 
+template <class Model>
 void bench_onednn(benchmark::State& state, unsigned threads) {
-  using G = model_t<ipu::f32>;
-  const std::vector<float>& reference = ipu_reference(threads);
+  using G = typename Model::template graph<ipu::f32>;
+  const std::vector<float>& reference = ipu_reference<Model>(threads);
   ipu_bench::set_onednn_threads(threads);
   onednn_network<G> net(ipu::weights<G>::random(weight_seed));
-  const std::vector<float> x = input_batch();
+  const std::vector<float> x = input_batch<Model>();
   std::ranges::copy(x, net.input().begin());
   const double error = ipu_bench::max_relative_error(net.run(), reference);
   if (!(error < ipu_bench::tolerance)) {
@@ -438,17 +507,25 @@ void bench_onednn(benchmark::State& state, unsigned threads) {
 }
 #endif
 
+/// Registers `Model`'s benchmarks: ipu in f32 (and with f16 storage if `F16`), oneDNN.
+template <class Model, bool F16>
+void register_network(unsigned threads) {
+  const std::string prefix = std::string("network/") + Model::name + "/";
+  std::vector<benchmark::internal::Benchmark*> added{
+      benchmark::RegisterBenchmark((prefix + "ipu_f32").c_str(), bench_ipu<Model, ipu::f32>, threads)};
+  if constexpr (F16) added.push_back(benchmark::RegisterBenchmark((prefix + "ipu_f16").c_str(), bench_ipu<Model, ipu::f16>, threads));
+#if IPU_BENCH_HAVE_DNNL
+  added.push_back(benchmark::RegisterBenchmark((prefix + "onednn").c_str(), bench_onednn<Model>, threads));
+#endif
+  for (benchmark::internal::Benchmark* b : added) b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return ipu_bench::run_main(argc, argv, [](unsigned threads) {
-    const std::string prefix = std::string("network/") + model_name + "/";
-    for (auto* b : {benchmark::RegisterBenchmark((prefix + "ipu_f32").c_str(), bench_ipu<ipu::f32>, threads),
-                    benchmark::RegisterBenchmark((prefix + "ipu_f16").c_str(), bench_ipu<ipu::f16>, threads),
-#if IPU_BENCH_HAVE_DNNL
-                    benchmark::RegisterBenchmark((prefix + "onednn").c_str(), bench_onednn, threads),
-#endif
-         })
-      b->Unit(benchmark::kMillisecond)->UseRealTime();
+    register_network<resnext101, /*F16*/ true>(threads);
+    register_network<mobilenet_v2, false>(threads);
+    register_network<efficientnet_b0, false>(threads);
   });
 }

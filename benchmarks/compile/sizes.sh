@@ -41,9 +41,6 @@ models=(
   "ResNet-50|training|ipu::models::resnet50<ipu::f16, 4>"
 )
 
-# best <compiler> <output> <args...>: "seconds MiB" of the fastest of `repeats` compiles.
-best() { best_compile "$repeats" "$@"; }
-
 rows=()
 # The headers alone: the umbrella, what a user's first line costs, and the planning header,
 # which by_size.cpp includes ("under_plans").
@@ -51,7 +48,7 @@ for entry in "umbrella.cpp|#include <ipu/ipu.hpp>|false" "planning.cpp|#include 
   IFS='|' read -r tu label under_plans <<<"$entry"
   line="{\"label\": \"$label\", \"kind\": \"header\", \"under_plans\": $under_plans, \"nodes\": 0, \"steps\": 0, \"fits\": null"
   for cxx in "${compilers[@]}"; do
-    read -r wall mem < <(best "$cxx" "$work/tu.o" -c "$here/$tu")
+    read -r wall mem < <(best_compile "$repeats" "$cxx" "$work/tu.o" -c "$here/$tu")
     line+=", \"$cxx\": {\"seconds\": $wall, \"mib\": $mem}"
     echo "$label, $cxx: $wall s, $mem MiB" >&2
   done
@@ -66,7 +63,7 @@ for entry in "${models[@]}"; do
   read -r nodes steps fits < <("$work/count")
   line="{\"label\": \"$label\", \"kind\": \"$kind\", \"nodes\": $nodes, \"steps\": $steps, \"fits\": $([ "$fits" = 1 ] && echo true || echo false)"
   for cxx in "${compilers[@]}"; do
-    read -r wall mem < <(best "$cxx" "$work/tu.o" -c "${defines[@]}" "$here/by_size.cpp")
+    read -r wall mem < <(best_compile "$repeats" "$cxx" "$work/tu.o" -c "${defines[@]}" "$here/by_size.cpp")
     line+=", \"$cxx\": {\"seconds\": $wall, \"mib\": $mem}"
     echo "$label ($kind, $nodes nodes, $steps steps), $cxx: $wall s, $mem MiB" >&2
   done

@@ -420,10 +420,12 @@ class packed_conv {
       const detail::taps rows = row_taps(oh);
       if (ow == 0 && p + ow_n <= p1) {
         // Whole rows from `oh` down, in this image, with the kernel rows of this one.
+        const auto alike = [&](std::int64_t r) {
+          const detail::taps t = row_taps(r);
+          return t.kh0 == rows.kh0 && t.kh1 == rows.kh1;
+        };
         std::int64_t count = 1;
-        while (oh + count < g.out_height && p + (count + 1) * ow_n <= p1 && row_taps(oh + count).kh0 == rows.kh0 &&
-               row_taps(oh + count).kh1 == rows.kh1)
-          ++count;
+        while (oh + count < g.out_height && p + (count + 1) * ow_n <= p1 && alike(oh + count)) ++count;
         for (std::int64_t r = 0; r < count && hi > lo; ++r)
           tile(walk(image, oh + r, lo, g.stride_w * c), rows, p + r * ow_n + lo, hi - lo, 1);
         const auto edge = [&](std::int64_t col) {

@@ -98,12 +98,13 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
   if (!std::is_sorted(by_first, by_first + short_count))  // the plans make them in order
     std::sort(by_first, by_first + short_count);
   const bool any_long = short_count < sized;
-  // Each placed buffer's steps and end, and whether it is placed; the short-lived buffers a
-  // buffer meets, as keys `offset << 16 | index`; the placed buffers as lists in order of
-  // offset, the long-lived ones and all (`next_*[q]` follows `q`, -1 ends a list).
-  std::array<int, M> next_long_storage{}, next_all_storage{}, placed_storage{}, first_storage{}, last_storage{};
+  // Each placed buffer's steps and end (0 until it is placed: every buffer here has bytes);
+  // the short-lived buffers a buffer meets, as keys `offset << 16 | index`; the placed buffers
+  // as lists in order of offset, the long-lived ones and all (`next_*[q]` follows `q`, -1 ends
+  // a list).
+  std::array<int, M> next_long_storage{}, next_all_storage{}, first_storage{}, last_storage{};
   std::array<std::int64_t, M> end_storage{}, met_storage{};
-  int *next_long = next_long_storage.data(), *next_all = next_all_storage.data(), *placed = placed_storage.data();
+  int *next_long = next_long_storage.data(), *next_all = next_all_storage.data();
   int *first = first_storage.data(), *last = last_storage.data();
   std::int64_t *end = end_storage.data(), *met = met_storage.data();
   int head_long = -1, head_all = -1;
@@ -124,7 +125,7 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
       int n = 0;
       for (; window != window_end; ++window) {
         const int q = static_cast<int>(*window & index_mask);
-        if (placed[q] && last[q] >= f) met[n++] = offset[q] << 16 | q;
+        if (end[q] != 0 && last[q] >= f) met[n++] = offset[q] << 16 | q;
       }
       for (int c = 1; c < n; ++c)
         for (int d = c; d > 0 && met[d - 1] > met[d]; --d) std::swap(met[d - 1], met[d]);
@@ -140,7 +141,6 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
     }
     offset[i] = lowest;
     first[i] = f, last[i] = l, end[i] = lowest + bytes;
-    placed[i] = 1;
     if (lives_long) detail::insert_by_offset(next_long, head_long, offset, i);
     if (any_long) detail::insert_by_offset(next_all, head_all, offset, i);
   }

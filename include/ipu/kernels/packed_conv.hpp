@@ -569,14 +569,25 @@ class packed_conv {
     const std::int64_t plane = height * cols * w_lanes;  // one panel's window
     const auto at = [&](std::int64_t p) -> const panel& { return panels_[static_cast<std::size_t>(p)]; };
     thread_local std::vector<float> window;  // (panel, height, cols, lanes), zero outside the image
-    window.assign(static_cast<std::size_t>((last_panel - first_panel) * plane), 0.0f);
-    for (std::int64_t ih = std::max<std::int64_t>(ih0, 0); ih < std::min(ih0 + height, g.in_height); ++ih)
-      for (std::int64_t iw = std::max<std::int64_t>(iw0, 0); iw < std::min(iw0 + cols, g.in_width); ++iw) {
-        const T* pixel = in + ((image * g.in_height + ih) * g.in_width + iw) * c;
-        float* to = window.data() + ((ih - ih0) * cols + iw - iw0) * w_lanes;
+    window.resize(static_cast<std::size_t>((last_panel - first_panel) * plane));
+    // Window columns `[c0, c1)` lie inside the image; each cell is written once, a zero or a copy.
+    const std::int64_t c0 = std::min(cols, -iw0), c1 = std::max(c0, std::min(cols, g.in_width - iw0));
+    for (std::int64_t r = 0; r < height; ++r) {
+      const std::int64_t ih = ih0 + r;
+      const bool inside = ih >= 0 && ih < g.in_height;
+      for (std::int64_t p = first_panel; p < last_panel; ++p) {
+        float* row = window.data() + (p - first_panel) * plane + r * cols * w_lanes;
+        std::fill(row, row + (inside ? c0 : cols) * w_lanes, 0.0f);
+        if (inside) std::fill(row + c1 * w_lanes, row + cols * w_lanes, 0.0f);
+      }
+      if (!inside) continue;
+      for (std::int64_t col = c0; col < c1; ++col) {
+        const T* pixel = in + ((image * g.in_height + ih) * g.in_width + iw0 + col) * c;
+        float* to = window.data() + (r * cols + col) * w_lanes;
         for (std::int64_t p = first_panel; p < last_panel; ++p)
           simd::store(to + (p - first_panel) * plane, simd::load_widened(pixel + at(p).first, static_cast<int>(at(p).channels)));
       }
+    }
     const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
     with_group([&](auto group) {
       for (std::int64_t oh = oh0; oh < oh1; ++oh)

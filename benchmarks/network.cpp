@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -147,18 +148,17 @@ struct eltwise {
   float alpha = 0.0f, beta = 0.0f;
 };
 
-/// The eltwise form of an activation node of kind `k` (ReLU, ReLU6, SiLU, sigmoid); false if
+/// The eltwise form of an activation node of kind `k` (ReLU, ReLU6, SiLU, sigmoid); none if
 /// `k` is none of them.
-bool eltwise_of(ipu::op k, eltwise& e) {
+std::optional<eltwise> eltwise_of(ipu::op k) {
   using namespace ipu::ops;
   using ipu::op_of;
   using dnnl::algorithm;
-  if (k == op_of<relu>) e = {algorithm::eltwise_relu};
-  else if (k == op_of<relu6>) e = {algorithm::eltwise_clip, 0.0f, 6.0f};  // min(max(x, alpha), beta)
-  else if (k == op_of<silu>) e = {algorithm::eltwise_swish, 1.0f};        // x * sigmoid(alpha x)
-  else if (k == op_of<sigmoid>) e = {algorithm::eltwise_logistic};
-  else return false;
-  return true;
+  if (k == op_of<relu>) return eltwise{algorithm::eltwise_relu};
+  if (k == op_of<relu6>) return eltwise{algorithm::eltwise_clip, 0.0f, 6.0f};  // min(max(x, alpha), beta)
+  if (k == op_of<silu>) return eltwise{algorithm::eltwise_swish, 1.0f};        // x * sigmoid(alpha x)
+  if (k == op_of<sigmoid>) return eltwise{algorithm::eltwise_logistic};
+  return std::nullopt;
 }
 
 ipu::kernels::conv_shape conv_shape_of(const ipu::node& n) {
@@ -224,9 +224,11 @@ class onednn_network {
     std::vector<int> uses(static_cast<std::size_t>(node_count), 0), user(static_cast<std::size_t>(node_count), -1);
     for (int j = 1; j < node_count; ++j) {
       const std::span<const int> sources = table[static_cast<std::size_t>(j)].sources();
-      for (std::size_t k = 0; k < sources.size(); ++k)
-        if (std::find(sources.begin(), sources.begin() + static_cast<std::ptrdiff_t>(k), sources[k]) == sources.begin() + static_cast<std::ptrdiff_t>(k))
-          ++uses[static_cast<std::size_t>(sources[k])], user[static_cast<std::size_t>(sources[k])] = j;
+      for (std::size_t k = 0; k < sources.size(); ++k) {
+        const std::span<const int> before = sources.first(k);
+        if (std::ranges::find(before, sources[k]) != before.end()) continue;  // a value read twice: one use
+        ++uses[static_cast<std::size_t>(sources[k])], user[static_cast<std::size_t>(sources[k])] = j;
+      }
     }
     std::vector<bool> taken(static_cast<std::size_t>(node_count), false);
     // The only reader of `v`, if it is an op not yet fused that `accept`s, reading `v` as its
@@ -240,10 +242,7 @@ class onednn_network {
       return n.input() == v ? u : -1;
     };
     const auto kind_is = [](ipu::op k) { return [k](ipu::op x) { return x == k; }; };
-    const auto activation = [](ipu::op x) {
-      eltwise e{};
-      return eltwise_of(x, e);
-    };
+    const auto activation = [](ipu::op x) { return eltwise_of(x).has_value(); };
     for (int j = 1; j < node_count; ++j) {
       if (taken[static_cast<std::size_t>(j)]) continue;
       const ipu::node& n = table[static_cast<std::size_t>(j)];
@@ -331,8 +330,9 @@ class onednn_network {
   static dnnl::primitive_attr post_ops(bool sum, int activation) {
     dnnl::post_ops po;
     if (sum) po.append_sum(1.0f);
-    if (eltwise e{}; activation >= 0 && eltwise_of(table[static_cast<std::size_t>(activation)].kind, e))
-      po.append_eltwise(1.0f, e.algorithm, e.alpha, e.beta);
+    if (activation >= 0)
+      if (const std::optional<eltwise> e = eltwise_of(table[static_cast<std::size_t>(activation)].kind))
+        po.append_eltwise(1.0f, e->algorithm, e->alpha, e->beta);
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     return attr;
@@ -417,8 +417,7 @@ class onednn_network {
       case op_tag::silu:
       case op_tag::sigmoid: {
         using elt = dnnl::eltwise_forward;
-        eltwise e{};
-        eltwise_of(n.kind, e);
+        const eltwise e = *eltwise_of(n.kind);  // the op tag is an activation's
         s.primitive = elt(elt::primitive_desc(elt::desc(forward, e.algorithm, desc_of(n.in), e.alpha, e.beta), engine_));
         s.args[DNNL_ARG_SRC] = user_memory(desc_of(n.in), n.input());
         s.args[DNNL_ARG_DST] = user_memory(desc_of(n.out), op.last);

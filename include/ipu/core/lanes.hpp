@@ -40,10 +40,15 @@ inline float madd(float a, float b, float c) noexcept {
 /// lane by lane, with the same results.
 struct scalar_lanes {
   using value = float;  ///< one lane
+  /// `c`.
   static float splat(float c) noexcept { return c; }
+  /// `a + b`.
   static float add(float a, float b) noexcept { return a + b; }
+  /// `a - b`.
   static float sub(float a, float b) noexcept { return a - b; }
+  /// `a * b`.
   static float mul(float a, float b) noexcept { return a * b; }
+  /// `a / b`.
   static float div(float a, float b) noexcept { return a / b; }
   /// `a * b + c` as `kernels::madd`.
   static float madd(float a, float b, float c) noexcept { return kernels::madd(a, b, c); }

@@ -467,13 +467,21 @@ inline vec rounded(vec x) noexcept {
 /// written over lanes (`kernels::exp<L>`, `ops::silu::of<L>`) runs on vectors with them.
 struct lanes {
   using value = vec;  ///< `width` lanes
+  /// Every lane `c`.
   static vec splat(float c) noexcept { return simd::splat(c); }
+  /// `a + b`.
   static vec add(vec a, vec b) noexcept { return simd::add(a, b); }
+  /// `a - b`.
   static vec sub(vec a, vec b) noexcept { return simd::sub(a, b); }
+  /// `a * b`.
   static vec mul(vec a, vec b) noexcept { return simd::mul(a, b); }
+  /// `a / b`.
   static vec div(vec a, vec b) noexcept { return simd::div(a, b); }
+  /// `a * b + c` as `kernels::madd`.
   static vec madd(vec a, vec b, vec c) noexcept { return simd::madd(a, b, c); }
+  /// `a > b ? x : y` (`y` where either of `a` and `b` is NaN).
   static vec where_greater(vec a, vec b, vec x, vec y) noexcept { return simd::where_greater(a, b, x, y); }
+  /// `2^n` for integers `n` in `[-126, 127]`, as `scalar_lanes::pow2`.
   static vec pow2(vec n) noexcept { return simd::pow2(n); }
 };
 

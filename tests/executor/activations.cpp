@@ -28,7 +28,7 @@ constexpr auto activation_net = ipu::input<T, 2, 6, 6, 8>
     | nn::conv<16, 1> | nn::hard_swish
     | nn::multiply(nn::identity, nn::conv<16, 1> | nn::hard_sigmoid)
     | nn::conv<16, 3, 1, 4> | nn::silu
-    | nn::conv<16, 1> | nn::gelu | nn::tanh | nn::gelu_tanh
+    | nn::conv<16, 1> | nn::gelu | nn::tanh | nn::gelu_tanh | nn::relu6
     | nn::global_avg_pool | nn::dense<10> | nn::softmax;
 using activations_f32 = decltype(activation_net<ipu::f32>);
 using activations_f16 = decltype(activation_net<ipu::f16>);
@@ -43,6 +43,7 @@ static_assert(activation_nodes[10].path.view() == "silu1");
 static_assert(activation_nodes[12].path.view() == "gelu1" && activation_nodes[13].path.view() == "tanh1");
 static_assert(activation_nodes[14].path.view() == "gelu_tanh1");
 static_assert(activation_nodes[13].out == activation_nodes[12].out);
+static_assert(activation_nodes[15].path.view() == "relu6_2");  // not after a convolution: a step of its own
 // Parameters: convs 3x3x8x16, 1x1 16x16 twice, 3x3x4x16, 1x1 16x16; batch norm 2x16; dense
 // 16x10 + 10; the activations none.
 static_assert(ipu::param_count_v<activations_f32> == 1152 + 256 + 256 + 576 + 256 + 32 + 170);

@@ -52,6 +52,10 @@ struct scalar_lanes {
   static float div(float a, float b) noexcept { return a / b; }
   /// `a * b + c` as `kernels::madd`.
   static float madd(float a, float b, float c) noexcept { return kernels::madd(a, b, c); }
+  /// `a > b ? a : b`, as `std::max(b, a)`: `b` where either is NaN.
+  static float max(float a, float b) noexcept { return a > b ? a : b; }
+  /// `a < b ? a : b`, as `std::min(b, a)`: `b` where either is NaN.
+  static float min(float a, float b) noexcept { return a < b ? a : b; }
   /// `a > b ? x : y` (`y` where either of `a` and `b` is NaN).
   static float where_greater(float a, float b, float x, float y) noexcept { return a > b ? x : y; }
   /// `2^n` for an integer `n` in `[-126, 127]`; a value in that range for any other `n`.
@@ -60,6 +64,14 @@ struct scalar_lanes {
     return std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::int32_t>(c) + 127) << 23);
   }
 };
+
+/// ReLU capped at 6 on lanes `L`: `min(max(x, 0), 6)` in the operand order of
+/// `std::min(std::max(x, 0.0f), 6.0f)`, which keeps `x` where it is NaN (`ops::relu6`,
+/// `ops::hard_sigmoid`, `ops::hard_swish`, and a convolution's epilogue that fuses ReLU6).
+template <class L>
+typename L::value relu6(typename L::value x) noexcept {
+  return L::min(L::splat(6.0f), L::max(L::splat(0.0f), x));
+}
 
 /// `e^x` in f32 on lanes `L`, one sequence of operations for one float and for a vector (so
 /// the bits are the same): Cephes' `expf` (S. L. Moshier, Cephes Math Library, `expf.c`; its

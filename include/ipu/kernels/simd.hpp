@@ -479,6 +479,10 @@ struct lanes {
   static vec div(vec a, vec b) noexcept { return simd::div(a, b); }
   /// `a * b + c` as `kernels::madd`.
   static vec madd(vec a, vec b, vec c) noexcept { return simd::madd(a, b, c); }
+  /// `a > b ? a : b`, as `scalar_lanes::max`.
+  static vec max(vec a, vec b) noexcept { return simd::max(a, b); }
+  /// `a < b ? a : b`, as `scalar_lanes::min`.
+  static vec min(vec a, vec b) noexcept { return simd::min(a, b); }
   /// `a > b ? x : y` (`y` where either of `a` and `b` is NaN).
   static vec where_greater(vec a, vec b, vec x, vec y) noexcept { return simd::where_greater(a, b, x, y); }
   /// `2^n` for integers `n` in `[-126, 127]`, as `scalar_lanes::pow2`.

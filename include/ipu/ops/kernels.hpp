@@ -16,5 +16,4 @@
 #include <ipu/ops/kernels/kernel.hpp>
 #include <ipu/ops/kernels/pool.hpp>
 #include <ipu/ops/kernels/relu.hpp>
-#include <ipu/ops/kernels/relu6.hpp>
 #include <ipu/ops/kernels/softmax.hpp>

@@ -2,12 +2,13 @@
 /// \file
 /// `ops::relu6`: ReLU capped at 6, `min(max(x, 0), 6)`, as MobileNetV2 uses it (PyTorch `nn.ReLU6`,
 /// TensorFlow `tf.nn.relu6`). Element-wise on its input's tiles, computed in f32 and rounded once
-/// to the element type (`ops::unary_kernel`); in fast mode, the last step of the epilogue of
-/// the convolution it follows (`ops/kernels/relu6.hpp`).
+/// to the element type; written once over lanes (`kernels::relu6`), so that the fast mode's
+/// vectors give the faithful mode's bits (`ops/kernels/lanes_unary.hpp`); in fast mode, the last
+/// step of the epilogue of the convolution it follows.
 
+#include <ipu/core/lanes.hpp>
 #include <ipu/ops/op.hpp>
 
-#include <algorithm>
 #include <string_view>
 
 namespace ipu::ops {
@@ -16,11 +17,16 @@ namespace ipu::ops {
 struct relu6 : op_base {
   static constexpr std::string_view name = "relu6";  ///< as `nn::relu6` names it
   static constexpr int epilogue_order = 3;  ///< last in a convolution's epilogue, as `relu`
+  /// The function on lanes `L` (one float, `kernels::scalar_lanes`, or a vector of them).
+  template <class L>
+  static typename L::value of(typename L::value x) noexcept {
+    return kernels::relu6<L>(x);
+  }
   /// The function, in f32.
-  static float f(float x) noexcept { return std::min(std::max(x, 0.0f), 6.0f); }
+  static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
   /// The derivative at `x`: 1 inside `(0, 6)`, else 0.
   static float df(float x) noexcept { return x > 0.0f && x < 6.0f ? 1.0f : 0.0f; }
-  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/relu6.hpp`
+  struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/lanes_unary.hpp`
 };
 
 }  // namespace ipu::ops

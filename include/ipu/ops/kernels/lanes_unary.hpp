@@ -1,12 +1,15 @@
 #pragma once
 /// \file
 /// The kernels of the element-wise ops whose function is written over lanes (`Op::of<L>`:
-/// `ops::silu`, `ops::sigmoid`): faithful mode's are `ops::unary_kernel`'s, one float at a
+/// `ops::relu6`, `ops::hard_sigmoid`, `ops::hard_swish`, `ops::silu`, `ops::sigmoid`): faithful mode's are `ops::unary_kernel`'s, one float at a
 /// time (`kernels::scalar_lanes`); fast mode's run the same function on vectors
 /// (`kernels::simd::lanes`), which gives the same bits lane by lane.
 
 #include <ipu/kernels/simd.hpp>
+#include <ipu/ops/hard_sigmoid.hpp>
+#include <ipu/ops/hard_swish.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
+#include <ipu/ops/relu6.hpp>
 #include <ipu/ops/sigmoid.hpp>
 #include <ipu/ops/silu.hpp>
 #include <ipu/ops/unary.hpp>
@@ -33,6 +36,18 @@ struct lanes_unary_kernel : unary_kernel<Op> {
   }
 };
 
+/// The kernel of `relu6`; in a fused convolution's epilogue, the epilogue's last operation.
+struct relu6::kernel : lanes_unary_kernel<relu6> {
+  /// Node `k` fused into a convolution's epilogue: ReLU6 last.
+  template <class T, class Ctx>
+  static void fuse(kernels::epilogue<T>& e, const Ctx&, int, int) {
+    e.activation = kernels::activation_kind::relu6;
+  }
+};
+/// The kernel of `hard_sigmoid`.
+struct hard_sigmoid::kernel : lanes_unary_kernel<hard_sigmoid> {};
+/// The kernel of `hard_swish`.
+struct hard_swish::kernel : lanes_unary_kernel<hard_swish> {};
 /// The kernel of `silu`; in a fused convolution's epilogue, the epilogue's last operation.
 struct silu::kernel : lanes_unary_kernel<silu> {
   /// Node `k` fused into a convolution's epilogue: SiLU last.

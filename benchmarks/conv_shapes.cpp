@@ -24,6 +24,7 @@
 
 #include "bench_common.hpp"
 
+#include <ipu/core/aligned.hpp>
 #include <ipu/graph/queries.hpp>
 #include <ipu/kernels/packed_conv.hpp>
 #include <ipu/models/efficientnet.hpp>
@@ -121,15 +122,17 @@ std::string name_of(const shape_use& use) {
   const auto pair = [](ipu::hw x) {
     return x.h == x.w ? std::to_string(x.h) : std::to_string(x.h) + "x" + std::to_string(x.w);
   };
-  return "conv/" + std::string(use.model) + "/" + std::to_string(s.in_height) + "x" + std::to_string(s.in_width) + "x" + std::to_string(s.in_channels) +
-         "->" + std::to_string(s.out_channels) + " k" + pair(s.kernel) + " s" + pair(s.stride) + " g" +
+  return "conv/" + std::string(use.model) + "/" + std::to_string(s.in_height) + "x" + std::to_string(s.in_width) + "x" +
+         std::to_string(s.in_channels) + "->" + std::to_string(s.out_channels) + " k" + pair(s.kernel) + " s" + pair(s.stride) + " g" +
          std::to_string(s.groups) + (s.dilation == ipu::hw{1, 1} ? "" : " d" + pair(s.dilation));
 }
 
 /// Random input `[batch][h][w][c]` in [-1, 1] and HWIO weights with variance 1 / fan_in; the
-/// same for a shape every time.
+/// same for a shape every time. Input and output start on a cache line, for both
+/// implementations (as the engine's tensors do).
 struct problem {
-  std::vector<float> input, kernel, output;
+  ipu::aligned_vector<float> input, output;
+  std::vector<float> kernel;
 
   explicit problem(const conv_shape& s) {
     std::mt19937 rng(static_cast<std::uint32_t>(s.in_height * 1'000'003 + s.in_channels * 1009 + s.out_channels * 31 +
@@ -208,7 +211,7 @@ double agreement(std::size_t k, unsigned threads) {
   if (const auto it = known.find(k); it != known.end()) return it->second;
   const conv_shape& s = shapes[k].shape;
   problem p(s);
-  std::vector<float> reference(p.output.size(), 0.0f);
+  ipu::aligned_vector<float> reference(p.output.size(), 0.0f);
   {
     ipu::runtime::team team(threads);
     ipu_conv conv(s, p.kernel, team);

@@ -479,7 +479,7 @@ class onednn_network {
   dnnl::stream stream_;
   std::vector<fused_op> ops_;
   std::vector<int> buffer_of_;  // by node: the buffer holding its value, or -1
-  std::vector<std::vector<float>> buffers_;
+  std::vector<ipu::aligned_vector<float>> buffers_;  // on cache lines, as the engine's tensors
   std::vector<step> steps_;
 };
 

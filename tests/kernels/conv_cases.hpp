@@ -126,6 +126,7 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv fused epilogues match the reference
       {"3x3 20->100 on 5x7", shape(5, 7, 20, 100, 3)},
       {"3x3 32->32 8 groups of 4", shape(6, 7, 32, 32, 3, 1, 8)},
       {"depthwise 3x3/2 20 channels on 9x9", shape(9, 9, 20, 20, 3, 2, 20)},
+      {"depthwise 3x3 40 channels on 8x9", shape(8, 9, 40, 40, 3, 1, 40)},
       {"1x1 33->33 on 7x5", shape(7, 5, 33, 33, 1)},
       {"3x3 8->12 2 groups batch 2", shape(6, 6, 8, 12, 3, 1, 2, 2)},
       {"stem 7x7/2 3->64 on 29x29", shape(29, 29, 3, 64, 7, 2)},
@@ -274,11 +275,14 @@ void check_work_item_orders(const named_shape& c) {
 }
 
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in any order and on any thread") {
-  // Dense panels with work items that end inside images and rows; groups in lanes.
+  // Dense panels with work items that end inside images and rows; groups in lanes; depthwise
+  // items of whole rows that run on into the next image.
   check_work_item_orders<float>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
   check_work_item_orders<float>({"3x3 128->128 32 groups batch 2", shape(6, 6, 128, 128, 3, 1, 32, 2)});
   check_work_item_orders<float>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
   check_work_item_orders<float>({"3x3 64->64 16 groups of 4 on 48x48", shape(48, 48, 64, 64, 3, 1, 16)});
+  check_work_item_orders<float>({"depthwise 3x3 200 channels on 28x28 batch 2", shape(28, 28, 200, 200, 3, 1, 200, 2)});
+  check_work_item_orders<ipu::f16>({"depthwise 3x3 200 channels on 28x28 batch 2", shape(28, 28, 200, 200, 3, 1, 200, 2)});
   check_work_item_orders<ipu::f16>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
   check_work_item_orders<ipu::f16>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
 }
@@ -371,6 +375,27 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " exp on vectors gives the scalar bits, within on
   CHECK(ipu::kernels::exp(88.38f) == inf);
   CHECK(ipu::kernels::exp(-87.34f) == 0.0f);
   CHECK(std::isnan(ipu::kernels::exp(nan)));
+}
+
+TEST_CASE(IPU_KERNELS_TEST_ISA " relu6 on vectors and on one float gives std::min(std::max(x, 0), 6)") {
+  // kernels::relu6 (ops::relu6, hard_sigmoid and hard_swish, and the fused epilogue) against the
+  // published definition in the standard's operand order, bit for bit: -0 stays -0, NaN stays NaN.
+  namespace simd = ipu::kernels::simd;
+  constexpr float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> xs{0.0f, -0.0f, 6.0f, std::nextafter(6.0f, inf), std::nextafter(6.0f, 0.0f), 1e-45f, -1e-45f, inf, -inf, nan};
+  for (int i = -400; i <= 400; ++i) xs.push_back(static_cast<float>(i) * 0.0371f);
+  xs.resize((xs.size() + simd::vec::width - 1) / simd::vec::width * simd::vec::width, 3.0f);
+  int mismatches = 0;
+  for (std::size_t i = 0; i < xs.size(); i += simd::vec::width) {
+    float vector[simd::vec::width];
+    simd::store(vector, ipu::kernels::relu6<simd::lanes>(simd::load(xs.data() + i)));
+    for (std::size_t k = 0; k < static_cast<std::size_t>(simd::vec::width); ++k) {
+      const float x = xs[i + k], expected = std::min(std::max(x, 0.0f), 6.0f);
+      const float scalar = ipu::kernels::relu6<ipu::kernels::scalar_lanes>(x);
+      if (std::memcmp(&expected, &vector[k], sizeof x) != 0 || std::memcmp(&expected, &scalar, sizeof x) != 0) ++mismatches;
+    }
+  }
+  CHECK(mismatches == 0);
 }
 
 std::vector<float> outputs_for(const conv_shape& s, bool half, std::uint32_t seed) {

@@ -10,15 +10,19 @@
 /// would round it. So a network run with the fast kernels and fused epilogues gives the bits the
 /// faithful executor gives, layer by layer, whatever the instruction set or the threads.
 ///
-/// **Two paths.**
+/// **Three paths.**
 /// - *Dense panels* (any convolution, grouped or not): for each group, its output channels in
 ///   panels of up to four vectors; a tile is a few output positions by one panel, each input
 ///   value broadcast to every lane. Grouped convolutions with at least a vector's width of
 ///   channels per group run here, one group at a time.
-/// - *Groups in lanes* (grouped, 1, 2, 4 or 8 channels per group in and out, fewer than a
+/// - *Groups in lanes* (grouped, 2, 4 or 8 channels per group in and out, fewer than a
 ///   vector's width): one vector holds several whole groups, as PopLibs' vertices hold several
 ///   groups in one accumulator on the IPU; input channel `j` of every group in the vector is
 ///   spread over its group's lanes with one in-register permute, so no lane ever idles.
+/// - *Depthwise* (one channel per group in and out): a tile is a few output positions by up to
+///   four vectors of consecutive channels, each input vector multiplied by its channels'
+///   weights in place, read from the input directly, so each position's channels are read and
+///   written together.
 
 #include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
@@ -120,12 +124,21 @@ constexpr int dense_rows(int vectors) noexcept {
 }
 constexpr int max_panel_vectors = width == 16 ? 4 : 3;
 constexpr int lanes_rows = width == 16 ? 12 : width == 8 ? 6 : 4;
+/// Depthwise tiles: vectors of consecutive channels, and positions, per tile; the
+/// accumulators and one weight vector per channel vector fit the register file (32 vector
+/// registers with AVX-512: 6 x 4 + 4; 16 with AVX2: 6 x 2 + 2), each input vector an operand
+/// of its multiply-add.
+constexpr int depthwise_vectors = width == 16 ? 4 : 2;
+constexpr int depthwise_rows = 6;
 
 /// `f(std::integral_constant<int, I>{})` for `I` in `[0, N)`, unrolled: register tiles stay in
-/// registers only when every index into them is a constant.
+/// registers only when every index into them is a constant. Always inlined, as its fold: clang
+/// otherwise leaves a large tile's fold as a call, with the accumulators in memory.
 template <int N, class F>
-inline void unroll(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(std::make_integer_sequence<int, N>{});
+[[gnu::always_inline]] inline void unroll(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
+    (f(std::integral_constant<int, I>{}), ...);
+  }(std::make_integer_sequence<int, N>{});
 }
 
 /// `f(std::integral_constant<int, n>{})` for a run-time `n` in `[1, Max]`: the remainder tiles.
@@ -160,8 +173,7 @@ inline void finish(vec acc, const epilogue<T>& e, std::int64_t c, std::int64_t o
   if (e.scale != nullptr) v = simd::rounded<T>(simd::madd(v, simd::load(e.scale + c, n), simd::load(e.shift + c, n)));
   if (e.residual != nullptr) v = simd::rounded<T>(simd::add(v, simd::load_widened(e.residual + offset, n)));
   if (e.activation == activation_kind::relu) v = simd::relu(v);
-  // As `ops::relu6::f`, `std::min(std::max(x, 0), 6)`: each keeps `x` where it is NaN.
-  if (e.activation == activation_kind::relu6) v = simd::min(simd::splat(6.0f), simd::max(simd::zero(), v));
+  if (e.activation == activation_kind::relu6) v = kernels::relu6<simd::lanes>(v);
   if (e.activation == activation_kind::silu) v = kernels::silu<simd::lanes>(v);
   simd::store_rounded(out + offset, v, n);
 }
@@ -191,6 +203,35 @@ inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std
           unroll<Vectors>([&](auto v) { acc[r][v] = simd::madd(b, wv[v], acc[r][v]); });
         });
       }
+    }
+  tile<Rows, Vectors> out;
+  unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { out.acc[r][v] = acc[r][v]; }); });
+  return out;
+}
+
+/// `Rows` positions by `Vectors` vectors of consecutive channels of a depthwise convolution
+/// (one input channel per output channel): tap by tap, each input vector times its channels'
+/// weights, `w[v * w_step + tap * width + lane]`; the last vector loads `last` lanes where
+/// `Partial`, else all.
+template <int Rows, int Vectors, bool Partial, class T>
+inline tile<Rows, Vectors> depthwise_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel_w, int last, const float* w,
+                                          std::int64_t w_step) noexcept {
+  vec acc[Rows][Vectors];
+  unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { acc[r][v] = simd::zero(); }); });
+  for (std::int64_t kh = t.kh0; kh < t.kh1; ++kh)
+    for (std::int64_t kw = t.kw0; kw < t.kw1; ++kw) {
+      const float* wt = w + (kh * kernel_w + kw) * width;
+      // Rows in threes from two bases, `base + k * step` for k < 3: an address mode each
+      // (scaled index), with no register per row.
+      const T* xt[2] = {x.at(kh, kw, 0), Rows > 3 ? x.at(kh, kw, 3) : nullptr};
+      vec wv[Vectors];
+      unroll<Vectors>([&](auto v) { wv[v] = simd::load(wt + v * w_step); });
+      unroll<Rows>([&](auto r) {
+        unroll<Vectors>([&](auto v) {
+          const T* at = xt[r / 3] + r % 3 * x.step + v * width;
+          acc[r][v] = simd::madd(Partial && v + 1 == Vectors ? simd::load_widened(at, last) : simd::load_widened(at, width), wv[v], acc[r][v]);
+        });
+      });
     }
   tile<Rows, Vectors> out;
   unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { out.acc[r][v] = acc[r][v]; }); });
@@ -264,6 +305,7 @@ class packed_conv {
   /// Computes work item `item` (`0 <= item < work_items()`): `in` is the whole input
   /// `[batch][in_height][in_width][in_channels]`, `out` the whole output.
   void run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept {
+    if (depthwise_) return run_depthwise(in, out, e, item * chunk_, std::min(shape_.positions(), (item + 1) * chunk_));
     const std::int64_t first_panel = item / chunks_ * panels_per_item_;
     if (lanes_ && finite_) {
       const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_;
@@ -310,6 +352,7 @@ class packed_conv {
     cin_ = s.in_channels / s.groups;
     cout_ = s.out_channels / s.groups;
     lanes_ = cin_ == cout_ && cin_ < detail::width && detail::width % cin_ == 0;  // width is a power of two
+    depthwise_ = lanes_ && cin_ == 1;
     lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
     finite_ = std::all_of(weights_.begin(), weights_.end(), [](float x) { return std::isfinite(x); });  // zeros besides the kernel's
     const std::int64_t per_position = 2 * s.kernel.area() * cin_ * panel_channels_;
@@ -318,7 +361,13 @@ class packed_conv {
     const auto panels = static_cast<std::int64_t>(panels_.size());
     panel_groups_ = panels;
     panels_per_item_ = 1;
-    if (lanes_ && finite_) {  // items of whole output rows of one image, by up to four consecutive panels
+    constexpr std::int64_t tiles = 24;
+    if (depthwise_) {  // items of whole output rows, every channel
+      panel_groups_ = 1;
+      const std::int64_t item_positions = std::max<std::int64_t>(1, positions / panels);
+      chunk_ = std::min(s.positions(), (item_positions + s.out_width() - 1) / s.out_width() * s.out_width());
+      chunks_ = (s.positions() + chunk_ - 1) / chunk_;
+    } else if (lanes_ && finite_) {  // items of whole output rows of one image, by up to four consecutive panels
       // An input pixel's channels of consecutive panels lie side by side: copied into the
       // window together, four cache lines at a time, rather than one line of each pixel per
       // item (a depthwise convolution's reads were a cache miss per pixel).
@@ -329,7 +378,6 @@ class packed_conv {
       rows_per_item_ = std::min(s.out_height(), (group_positions + s.out_width() - 1) / s.out_width());
       chunks_ = s.batch * ((s.out_height() + rows_per_item_ - 1) / rows_per_item_);
     } else {  // items of a multiple of every tile's rows
-      constexpr std::int64_t tiles = 24;
       chunk_ = std::min(s.positions(), (positions + tiles - 1) / tiles * tiles);
       chunks_ = (s.positions() + chunk_ - 1) / chunk_;
     }
@@ -532,11 +580,11 @@ class packed_conv {
     });
   }
 
-  /// `f(std::integral_constant<int, Group>{})` for this convolution's channels per group.
+  /// `f(std::integral_constant<int, Group>{})` for this convolution's channels per group (2 or
+  /// more: one channel per group is `run_depthwise`'s).
   template <class F>
   void with_group(F&& f) const {
     switch (cin_) {
-      case 1: f(std::integral_constant<int, 1>{}); break;
       case 2: f(std::integral_constant<int, 2>{}); break;
       case 4: if constexpr (detail::width > 4) f(std::integral_constant<int, 4>{}); break;
       default: if constexpr (detail::width > 8) f(std::integral_constant<int, 8>{}); break;
@@ -550,6 +598,50 @@ class packed_conv {
                    [&](detail::input_walk<T> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
                      lanes_span<decltype(group)::value>(x, t, p, n, ps, static_cast<int>(pn.channels), pn, e, out);
                    });
+    });
+  }
+
+  /// A depthwise convolution over positions `[p0, p1)` (whole output rows), every channel: in
+  /// bands of `depthwise_rows` output rows, each band's channels `depthwise_vectors` vectors at
+  /// a time, so that the input rows a band reads stay in cache while every channel of them is
+  /// used (a cache line is read whole, and the prefetcher's streams are used whole).
+  void run_depthwise(const T* in, T* out, const epilogue<T>& e, std::int64_t p0, std::int64_t p1) const {
+    const std::int64_t band = detail::depthwise_rows * shape_.out_width(), panels = static_cast<std::int64_t>(panels_.size());
+    for (std::int64_t b0 = p0; b0 < p1; b0 += band)
+      for (std::int64_t first = 0; first < panels; first += detail::depthwise_vectors)
+        depthwise_runs(in, out, e, first, std::min(panels, first + detail::depthwise_vectors), b0, std::min(p1, b0 + band));
+  }
+
+  /// Positions `[p0, p1)` of a depthwise convolution, panels `[first_panel, last_panel)`
+  /// (consecutive channels) in each tile: the input read in place, each position's channels
+  /// together, edge positions skipping their outside taps.
+  void depthwise_runs(const T* in, T* out, const epilogue<T>& e, std::int64_t first_panel, std::int64_t last_panel, std::int64_t p0,
+                      std::int64_t p1) const {
+    constexpr int rows = detail::depthwise_rows;
+    const panel& pn = panels_[static_cast<std::size_t>(first_panel)];
+    const float* w = weights_.data() + pn.offset;
+    const std::int64_t w_step = shape_.kernel.area() * detail::width, oc = shape_.out_channels;
+    const int last = static_cast<int>(panels_[static_cast<std::size_t>(last_panel - 1)].channels);
+    const auto runs = [&](auto vectors, auto partial) {
+      constexpr int v_n = decltype(vectors)::value;
+      for_each_run(source<T>{in, 0, shape_.in_channels, pn.in_first}, p0, p1,
+                   [&](detail::input_walk<T> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
+                     const auto finish_tile = [&](const auto& acc, int count) {
+                       for (int r = 0; r < count; ++r)
+                         detail::unroll<v_n>([&](auto v) {
+                           const std::int64_t c = pn.first + v * detail::width;
+                           detail::finish(acc[r][v], e, c, (p + r * ps) * oc + c, partial && v + 1 == v_n ? last : detail::width, out);
+                         });
+                     };
+                     for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
+                       finish_tile(detail::depthwise_tile<rows, v_n, partial>(x, t, shape_.kernel.w, last, w, w_step).acc, rows);
+                     detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
+                       finish_tile(detail::depthwise_tile<count, v_n, partial>(x, t, shape_.kernel.w, last, w, w_step).acc, count);
+                     });
+                   });
+    };
+    detail::with_count<detail::depthwise_vectors>(static_cast<int>(last_panel - first_panel), [&](auto vectors) {
+      last == detail::width ? runs(vectors, std::false_type{}) : runs(vectors, std::true_type{});
     });
   }
 
@@ -605,7 +697,7 @@ class packed_conv {
   std::int64_t cin_ = 0, cout_ = 0, panel_channels_ = 0;
   std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;  // positions (or output rows) per item; items per panel group
   std::int64_t panel_groups_ = 0, panels_per_item_ = 1;      // consecutive panels per item (groups in lanes, padded)
-  bool lanes_ = false, finite_ = true;
+  bool lanes_ = false, depthwise_ = false, finite_ = true;
   std::vector<panel> panels_;
   std::vector<float> weights_;
 };

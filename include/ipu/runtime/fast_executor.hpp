@@ -10,6 +10,7 @@
 /// faithful mode, each fused step rounded as its own step rounds, so the two modes agree bit
 /// for bit, whatever the number of threads.
 
+#include <ipu/core/aligned.hpp>
 #include <ipu/core/dtype.hpp>
 #include <ipu/runtime/execution.hpp>
 #include <ipu/runtime/kernel_set.hpp>
@@ -153,7 +154,7 @@ class fast_executor {
   /// Copies node `j`'s output, just computed by its step (not fused away), to `out`, in
   /// logical order.
   void output_of(int j, std::vector<T>& out) {
-    const std::vector<T>& y = host_of(j);
+    const aligned_vector<T>& y = host_of(j);
     out.assign(y.begin(), y.begin() + prog_.at(j).out.elements());
   }
 
@@ -230,7 +231,7 @@ class fast_executor {
   }
 
   /// The host buffer of node `j`'s output.
-  std::vector<T>& host_of(int j) { return host_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(j)])]; }
+  aligned_vector<T>& host_of(int j) { return host_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(j)])]; }
 
 
   /// Runs `work(item)` for `items` items spread over the threads; a single item on the calling
@@ -253,7 +254,7 @@ class fast_executor {
   const void* input_ = nullptr;  // the batch, as the input stream carries it
   std::vector<std::any> params_;  // per node: what its kernel prepared
   std::vector<int> slot_;  // per node: the host buffer its output is written to
-  std::vector<std::vector<T>> host_;
+  std::vector<aligned_vector<T>> host_;  // on cache lines: the kernels' vector accesses never split
   std::vector<std::array<const T*, max_inputs>> inputs_from_;  // per node, once `read_input` is called
 };
 

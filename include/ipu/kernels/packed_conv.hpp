@@ -299,7 +299,8 @@ class packed_conv {
   /// The shape the weights were packed for.
   const conv_shape& shape() const noexcept { return shape_; }
   /// The number of independent pieces of work: panels of output channels (or a few consecutive
-  /// ones) by runs of positions.
+  /// ones) by runs of positions; for a depthwise convolution, runs of whole output rows with
+  /// all their channels.
   std::int64_t work_items() const noexcept { return panel_groups_ * chunks_; }
 
   /// Computes work item `item` (`0 <= item < work_items()`): `in` is the whole input

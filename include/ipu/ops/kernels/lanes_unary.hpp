@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// The kernels of the element-wise ops whose function is written over lanes (`Op::of<L>`:
-/// `ops::relu6`, `ops::hard_sigmoid`, `ops::hard_swish`, `ops::silu`, `ops::sigmoid`): faithful mode's are `ops::unary_kernel`'s, one float at a
-/// time (`kernels::scalar_lanes`); fast mode's run the same function on vectors
-/// (`kernels::simd::lanes`), which gives the same bits lane by lane.
+/// `ops::relu6`, `ops::hard_sigmoid`, `ops::hard_swish`, `ops::silu`, `ops::sigmoid`): faithful
+/// mode's are `ops::unary_kernel`'s, one float at a time (`kernels::scalar_lanes`); fast mode's
+/// run the same function on vectors (`kernels::simd::lanes`), which gives the same bits lane by
+/// lane.
 
 #include <ipu/kernels/simd.hpp>
 #include <ipu/ops/hard_sigmoid.hpp>

@@ -586,14 +586,15 @@ class packed_conv {
     });
   }
 
-  /// `f(std::integral_constant<int, Group>{})` for this convolution's channels per group (2 or
-  /// more: one channel per group is `run_depthwise`'s).
+  /// `f(std::integral_constant<int, Group>{})` for this convolution's channels per group (2, 4
+  /// or 8, below the vector's width: one channel per group is `run_depthwise`'s).
   template <class F>
   void with_group(F&& f) const {
     switch (cin_) {
       case 2: f(std::integral_constant<int, 2>{}); break;
       case 4: if constexpr (detail::width > 4) f(std::integral_constant<int, 4>{}); break;
-      default: if constexpr (detail::width > 8) f(std::integral_constant<int, 8>{}); break;
+      case 8: if constexpr (detail::width > 8) f(std::integral_constant<int, 8>{}); break;
+      default: break;  // none: `pack` puts groups in lanes for 2, 4 or 8 channels below the width only
     }
   }
 

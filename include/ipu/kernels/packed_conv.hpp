@@ -305,20 +305,7 @@ class packed_conv {
 
   /// Computes work item `item` (`0 <= item < work_items()`): `in` is the whole input
   /// `[batch][in_height][in_width][in_channels]`, `out` the whole output.
-  void run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept {
-    if (depthwise_) return run_depthwise(in, out, e, item * chunk_, std::min(shape_.positions(), (item + 1) * chunk_));
-    const std::int64_t first_panel = item / chunks_ * panels_per_item_;
-    if (lanes_ && finite_) {
-      const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_;
-      const std::int64_t oh0 = chunk % per_image * rows_per_item_;
-      const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
-      return run_lanes_padded(in, out, e, first_panel, last_panel, chunk / per_image, oh0,
-                              std::min(shape_.out_height(), oh0 + rows_per_item_));
-    }
-    const panel& pn = panels_[static_cast<std::size_t>(first_panel)];
-    const std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
-    lanes_ ? run_lanes(in, out, e, pn, p0, p1) : run_dense(in, out, e, pn, p0, p1);
-  }
+  void run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept;
   /// Computes the whole convolution on the calling thread.
   void run(const T* in, T* out, const epilogue<T>& e) const noexcept {
     for (std::int64_t i = 0; i < work_items(); ++i) run(in, out, e, i);
@@ -708,6 +695,29 @@ class packed_conv {
   std::vector<panel> panels_;
   std::vector<float> weights_;
 };
+
+template <class T>
+void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept {
+  if (depthwise_) return run_depthwise(in, out, e, item * chunk_, std::min(shape_.positions(), (item + 1) * chunk_));
+  const std::int64_t first_panel = item / chunks_ * panels_per_item_;
+  if (lanes_ && finite_) {
+    const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_;
+    const std::int64_t oh0 = chunk % per_image * rows_per_item_;
+    const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
+    return run_lanes_padded(in, out, e, first_panel, last_panel, chunk / per_image, oh0,
+                            std::min(shape_.out_height(), oh0 + rows_per_item_));
+  }
+  const panel& pn = panels_[static_cast<std::size_t>(first_panel)];
+  const std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
+  lanes_ ? run_lanes(in, out, e, pn, p0, p1) : run_dense(in, out, e, pn, p0, p1);
+}
+
+// With IPU_EXTERN_KERNELS defined in every translation unit of a program, the work items are
+// compiled only in the one that includes <ipu/kernels/instantiate.hpp> (see there).
+#ifdef IPU_EXTERN_KERNELS
+extern template class packed_conv<float>;
+extern template class packed_conv<f16>;
+#endif
 
 }  // namespace IPU_SIMD_NAMESPACE
 }  // namespace ipu::kernels

@@ -10,9 +10,10 @@
 /// with `IPU_EXTERN_KERNELS`, its object file a third of the size. A program of several such
 /// translation units compiles the kernels once instead of once in each.
 ///
-/// The instruction set is part of the kernels' names (`IPU_SIMD_NAMESPACE`): the translation
-/// unit that includes this header must be built with the same `-march` (and `IPU_SIMD`) as the
-/// others, or the program does not link. With CMake, for example:
+/// Like every translation unit of the program, the one that includes this header must be
+/// built with the same `-march` and `IPU_SIMD` as the others (see `IPU_SIMD`). Where they
+/// would select different instruction sets, the kernels' names differ (`IPU_SIMD_NAMESPACE`),
+/// and the program does not link. With CMake, for example:
 ///
 /// ```cmake
 /// add_library(my_ipu_kernels STATIC ipu_kernels.cpp)   # #include <ipu/kernels/instantiate.hpp>

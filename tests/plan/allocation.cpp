@@ -16,7 +16,8 @@ namespace {
 constexpr std::size_t capacity = 64;
 
 /// Whether no two requests live at a common step share a byte under `offset`, and every offset is aligned.
-bool valid(const std::array<ipu::buffer_request, capacity>& r, int count, const std::array<std::int64_t, capacity>& offset) {
+template <std::size_t C>
+bool valid(const std::array<ipu::buffer_request, C>& r, int count, const std::array<std::int64_t, C>& offset) {
   for (int a = 0; a < count; ++a) {
     if (offset[static_cast<std::size_t>(a)] % ipu::buffer_alignment != 0) return false;
     for (int b = a + 1; b < count; ++b) {
@@ -31,8 +32,9 @@ bool valid(const std::array<ipu::buffer_request, capacity>& r, int count, const 
 /// The greedy allocation `pack` promises, found the plain way: the requests by size
 /// (descending), then first step, then index; each at the lowest of 0 and the ends of the
 /// placed buffers it meets where it meets none of them.
-std::array<std::int64_t, capacity> first_fit(const std::array<ipu::buffer_request, capacity>& r, int count) {
-  std::array<int, capacity> order{};
+template <std::size_t C>
+std::array<std::int64_t, C> first_fit(const std::array<ipu::buffer_request, C>& r, int count) {
+  std::array<int, C> order{};
   int sized = 0;
   for (int k = 0; k < count; ++k)
     if (r[static_cast<std::size_t>(k)].bytes > 0) order[static_cast<std::size_t>(sized++)] = k;
@@ -40,7 +42,7 @@ std::array<std::int64_t, capacity> first_fit(const std::array<ipu::buffer_reques
     const auto &x = r[static_cast<std::size_t>(a)], &y = r[static_cast<std::size_t>(b)];
     return x.bytes != y.bytes ? x.bytes > y.bytes : x.first != y.first ? x.first < y.first : a < b;
   });
-  std::array<std::int64_t, capacity> offset{};
+  std::array<std::int64_t, C> offset{};
   for (int n = 0; n < sized; ++n) {
     const int i = order[static_cast<std::size_t>(n)];
     const auto& x = r[static_cast<std::size_t>(i)];
@@ -134,6 +136,27 @@ TEST_CASE("pack: the lowest offset clear of the buffers placed before, short and
     INFO("trial " << trial << ", " << count << " buffers over " << steps << " steps");
     REQUIRE(offset == first_fit(r, count));
     REQUIRE(valid(r, count, offset));
+  }
+}
+
+TEST_CASE("pack: hundreds of buffers, as a training step has, placed as the plain first fit") {
+  // Enough buffers for every level of the skip lists that keep the placed buffers in order of
+  // offset (one buffer in 4^k is on level k), many of them long-lived, as a training step's
+  // stashed activations are, so that both lists grow long.
+  constexpr std::size_t many = 320;
+  std::mt19937 rng(43);
+  for (int trial = 0; trial < 4; ++trial) {
+    std::array<ipu::buffer_request, many> r{};
+    const int steps = 600;
+    for (std::size_t k = 0; k < many; ++k) {
+      const int first = static_cast<int>(rng() % static_cast<unsigned>(steps));
+      const int life = rng() % 3 == 0 ? static_cast<int>(rng() % static_cast<unsigned>(steps)) : static_cast<int>(rng() % 32);
+      r[k] = {first, first + life, ipu::aligned(static_cast<std::int64_t>(1 + rng() % 40) * 52)};
+    }
+    const auto offset = ipu::pack(r, static_cast<int>(many));
+    INFO("trial " << trial);
+    REQUIRE(offset == first_fit(r, static_cast<int>(many)));
+    REQUIRE(valid(r, static_cast<int>(many), offset));
   }
 }
 

@@ -57,6 +57,7 @@ void check_against_reference(int64_t n, int64_t element_bytes, const ipu::chip_s
     most = std::max(most, expected);
     if (expected > 0) {
       REQUIRE(m.begin(t) == ref[p][0].first);
+      REQUIRE(m.part_elements(t) == expected);
       REQUIRE(m.tile_of(ref[p][0].first) == t);
       REQUIRE(m.tile_of(ref[p][0].second - 1) == t);
     }
@@ -125,6 +126,7 @@ TEST_CASE("a mapping in segments maps each over its own tiles as PopLibs maps ea
             const int64_t first = s * per_segment + local.first, last = s * per_segment + local.second - 1;
             REQUIRE(m.begin(t) == first);
             REQUIRE(m.end(t) == last + 1);
+            REQUIRE(m.part_elements(t) == last + 1 - first);
             REQUIRE(m.tile_of(first) == t);
             REQUIRE(m.tile_of(last) == t);
           }

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -47,13 +48,41 @@ struct buffer_request {
 };
 
 namespace detail {
-/// Links `i` into the list from `head` (`next[q]` follows `q`, -1 ends it) ordered by
-/// `offset`, after the last at or below its own.
-constexpr void insert_by_offset(int* next, int& head, const std::int64_t* offset, int i) noexcept {
-  int* link = &head;
-  while (*link >= 0 && offset[*link] <= offset[i]) link = &next[*link];
-  next[i] = *link;
-  *link = i;
+/// The levels of `pack`'s lists of placed buffers ordered by offset. Each list is a skip list:
+/// every buffer is on level 0, one in 4 also on level 1, one in 16 on level 2, and so on, as
+/// its index says (`offset_list_level`; indices say nothing of offsets). Finding where a
+/// buffer goes then walks a few buffers per level instead of every buffer below it.
+inline constexpr int offset_list_levels = 5;
+
+/// The highest level of buffer `i`: half the trailing zeros of `i + 1`.
+constexpr int offset_list_level(int i) noexcept {
+  return std::min(std::countr_zero(static_cast<unsigned>(i) + 1u) / 2, offset_list_levels - 1);
+}
+
+/// Links `i` into the skip list from `head` (`head[level]` is the first on `level`,
+/// `next[level * stride + q]` follows `q` there, -1 ends a level) ordered by `offset`, after
+/// the last at or below its own.
+constexpr void insert_by_offset(int* next, std::size_t stride, int* head, const std::int64_t* offset, int i) noexcept {
+  const int top = offset_list_level(i);
+  int at = -1;  // the last buffer found at or below offset[i]
+  for (int level = offset_list_levels - 1; level >= 0; --level) {
+    int* const row = next + static_cast<std::size_t>(level) * stride;
+    int* link = at < 0 ? &head[level] : &row[at];
+    while (*link >= 0 && offset[*link] <= offset[i]) at = *link, link = &row[at];
+    if (level <= top) row[i] = *link, *link = i;
+  }
+}
+
+/// The first index of the ascending `a[lo, hi)` whose element is not below `key` (or `hi`):
+/// `std::lower_bound` on plain indices, which the constant evaluator runs in a quarter of the
+/// steps.
+constexpr int first_not_below(const std::int64_t* a, int lo, int hi, std::int64_t key) noexcept {
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 }  // namespace detail
 
@@ -100,14 +129,17 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
   const bool any_long = short_count < sized;
   // Each placed buffer's steps and end (0 until it is placed: every buffer here has bytes);
   // the short-lived buffers a buffer meets, as keys `offset << 16 | index`; the placed buffers
-  // as lists in order of offset, the long-lived ones and all (`next_*[q]` follows `q`, -1 ends
-  // a list).
-  std::array<int, M> next_long_storage{}, next_all_storage{}, first_storage{}, last_storage{};
+  // as lists in order of offset, the long-lived ones and all (`next_*[q]` follows `q` on level
+  // 0, -1 ends a list; the other levels follow).
+  constexpr std::size_t levels = detail::offset_list_levels;
+  std::array<int, levels * M> next_long_storage{}, next_all_storage{};
+  std::array<int, levels> head_long{}, head_all{};
+  head_long.fill(-1), head_all.fill(-1);
+  std::array<int, M> first_storage{}, last_storage{};
   std::array<std::int64_t, M> end_storage{}, met_storage{};
   int *next_long = next_long_storage.data(), *next_all = next_all_storage.data();
   int *first = first_storage.data(), *last = last_storage.data();
   std::int64_t *end = end_storage.data(), *met = met_storage.data();
-  int head_long = -1, head_all = -1;
   for (int k = 0; k < sized; ++k) {
     const int i = static_cast<int>(keys.data()[k] & index_mask);
     const int f = r[i].first, l = r[i].last;
@@ -115,21 +147,21 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
     const bool lives_long = l - f >= short_lifetime;
     std::int64_t lowest = 0;
     if (lives_long) {
-      for (int q = head_all; q >= 0 && offset[q] < lowest + bytes; q = next_all[q])
+      for (int q = head_all[0]; q >= 0 && offset[q] < lowest + bytes; q = next_all[q])
         if (first[q] <= l && f <= last[q] && end[q] > lowest) lowest = end[q];
     } else {
       // The short-lived ones it meets, sorted, merged with the long-lived ones.
       const std::int64_t from = std::int64_t{std::max(f - longest_short, 0)} << 16, to = std::int64_t{l} << 16 | index_mask;
-      std::int64_t* window = std::lower_bound(by_first, by_first + short_count, from);
-      std::int64_t* const window_end = std::upper_bound(window, by_first + short_count, to);
+      const int window_begin = detail::first_not_below(by_first, 0, short_count, from);
+      const int window_end = detail::first_not_below(by_first, window_begin, short_count, to + 1);
       int n = 0;
-      for (; window != window_end; ++window) {
-        const int q = static_cast<int>(*window & index_mask);
+      for (int w = window_begin; w < window_end; ++w) {
+        const int q = static_cast<int>(by_first[w] & index_mask);
         if (end[q] != 0 && last[q] >= f) met[n++] = offset[q] << 16 | q;
       }
       for (int c = 1; c < n; ++c)
         for (int d = c; d > 0 && met[d - 1] > met[d]; --d) std::swap(met[d - 1], met[d]);
-      int a = 0, q = head_long;
+      int a = 0, q = head_long[0];
       while (true) {
         const bool from_list = q >= 0 && (a == n || offset[q] < (met[a] >> 16));
         const int b = from_list ? q : a < n ? static_cast<int>(met[a] & index_mask) : -1;
@@ -141,8 +173,8 @@ constexpr std::array<std::int64_t, M> pack(const std::array<buffer_request, M>& 
     }
     offset[i] = lowest;
     first[i] = f, last[i] = l, end[i] = lowest + bytes;
-    if (lives_long) detail::insert_by_offset(next_long, head_long, offset, i);
-    if (any_long) detail::insert_by_offset(next_all, head_all, offset, i);
+    if (lives_long) detail::insert_by_offset(next_long, M, head_long.data(), offset, i);
+    if (any_long) detail::insert_by_offset(next_all, M, head_all.data(), offset, i);
   }
   return offsets;
 }

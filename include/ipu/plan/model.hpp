@@ -190,15 +190,19 @@ constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) 
   if (units <= 0) return {};
   switch (s.kind) {
     case step_kind::conv: {
-      const std::int64_t slice = div_up(units, s.serial);
-      const std::int64_t blocks = s.blocks_apart ? 1 : std::min(s.blocks, runs_touched(units, s.positions));
-      const std::int64_t slice_blocks = std::min(blocks, runs_touched(slice, s.positions));
-      const std::int64_t slice_positions = std::min(slice, s.positions);
-      const std::int64_t channels = s.phase_channels();
-      const std::int64_t weights = blocks * (s.phase_taps() * channels + (s.bias ? 1 : 0)) * s.block_channels;
+      // Written out (div_up, runs_touched, std::min and the step's accessors): the plan's
+      // search evaluates this for every candidate, and the constant evaluator pays per call.
+      const std::int64_t slice = (units + s.serial - 1) / s.serial;
+      const std::int64_t units_blocks = (units + s.positions - 2) / s.positions + 1;
+      const std::int64_t blocks = s.blocks_apart ? 1 : s.blocks < units_blocks ? s.blocks : units_blocks;
+      const std::int64_t slice_runs = (slice + s.positions - 2) / s.positions + 1;
+      const std::int64_t slice_blocks = blocks < slice_runs ? blocks : slice_runs;
+      const std::int64_t slice_positions = slice < s.positions ? slice : s.positions;
+      const std::int64_t channels = s.in_channels / s.in_parts, phase_taps = s.kernel_taps / s.taps;
+      const std::int64_t weights = blocks * (phase_taps * channels + (s.bias ? 1 : 0)) * s.block_channels;
       const std::int64_t window =
-          slice_blocks * (s.pixel_window() ? slice_positions * channels
-                                           : detail::window_elements(s, slice_positions) / s.in_channels * channels);
+          slice_blocks * (phase_taps == 1 ? slice_positions * channels
+                                          : detail::window_elements(s, slice_positions) / s.in_channels * channels);
       return {slice * s.block_channels * s.partial_bytes, (weights + window) * s.element_bytes};
     }
     case step_kind::window: {

@@ -234,7 +234,7 @@ constexpr void place_node(plan<N, Ipus>& p, int j) {
 template <class F>
 constexpr void for_each_part(const linear_mapping& u, F&& f) {
   for (std::int64_t part = 0; part < u.parts; ++part)
-    f(u.first_tile + static_cast<int>(part), u.end(part) - u.begin(part));
+    f(u.first_tile + static_cast<int>(part), u.part_elements(part));
 }
 
 /// Adds `bytes` per element of `m` to `acc`, tile by tile (one pass over its parts).
@@ -269,25 +269,24 @@ constexpr void accumulate_padding(std::array<std::int64_t, T>& acc, const tensor
   };
   if (u.grain * m.unit_elements * bytes % buffer_alignment == 0) {
     for (std::int64_t last = u.segment_parts() - 1; last < u.parts; last += u.segment_parts())
-      acc[static_cast<std::size_t>(u.first_tile + last)] += pad(u.end(last) - u.begin(last));
+      acc[static_cast<std::size_t>(u.first_tile + last)] += pad(u.part_elements(last));
     return;
   }
   for_each_part(u, [&](int tile, std::int64_t units) { acc[static_cast<std::size_t>(tile)] += pad(units); });
 }
 
-/// The temporaries (or, with `temporaries` false, the exchange buffers) of a step over all the
-/// tiles of its work `u`, without visiting them: every segment alike, `big` parts of `q + 1`
-/// grains, `small` of `q`, and the last.
-constexpr std::int64_t transient_sum(const step_model& step, const linear_mapping& u, bool temporaries) noexcept {
-  if (u.parts == 0) return 0;
-  const auto f = [&](std::int64_t units) {
-    const transient_bytes t = transient_on(step, units);
-    return temporaries ? t.temporaries : t.exchange;
-  };
+/// The temporaries and the exchange buffers of a step over all the tiles of its work `u`,
+/// without visiting them: every segment alike, `big` parts of `q + 1` grains, `small` of `q`,
+/// and the last.
+constexpr transient_bytes transient_sum(const step_model& step, const linear_mapping& u) noexcept {
+  if (u.parts == 0) return {};
   const std::int64_t sp = u.segment_parts(), q = u.grains / sp, r = u.grains % sp;
-  const std::int64_t last = u.end(sp - 1) - u.begin(sp - 1);
+  const std::int64_t last = u.part_elements(sp - 1);
   const std::int64_t big = r > 0 ? r - 1 : 0, small = sp - 1 - big;
-  return u.segments * (big * f((q + 1) * u.grain) + small * f(q * u.grain) + f(last));
+  const transient_bytes b = transient_on(step, (q + 1) * u.grain), s = transient_on(step, q * u.grain),
+                        l = transient_on(step, last);
+  return {u.segments * (big * b.temporaries + small * s.temporaries + l.temporaries),
+          u.segments * (big * b.exchange + small * s.exchange + l.exchange)};
 }
 
 /// The always-live region of every tile of an IPU: `base[t]`, where tile `t`'s dynamic region
@@ -312,14 +311,19 @@ constexpr always_live_region<T> lay_out_always_live_region(const std::array<weig
     accumulate(r.always, w.mapping, w.count * w.bytes);
     accumulate_padding(r.base, w.mapping, w.bytes, w.count);
   }
+  // Tile by tile, through plain pointers and with `aligned` written out: the constant
+  // evaluator pays for each call, `std::array::operator[]` included.
   std::int64_t running = 0;
+  const std::int64_t* steps = code_steps.data();
+  std::int64_t *base = r.base.data(), *always = r.always.data();
   for (std::size_t t = 0; t < T; ++t) {
-    running += code_steps[t];
-    r.code_total += fixed_code + running;
-    r.base[t] += r.always[t] + aligned(fixed_code + running);
-    r.always[t] += fixed_code + running;
-    r.max_always = std::max(r.max_always, r.always[t]);
-    r.max_base = std::max(r.max_base, r.base[t]);
+    running += steps[t];
+    const std::int64_t code = fixed_code + running;
+    r.code_total += code;
+    base[t] += always[t] + (code + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+    always[t] += code;
+    if (always[t] > r.max_always) r.max_always = always[t];
+    if (base[t] > r.max_base) r.max_base = base[t];
   }
   return r;
 }
@@ -328,10 +332,11 @@ constexpr always_live_region<T> lay_out_always_live_region(const std::array<weig
 template <std::size_t D>
 constexpr void add_weight_term(std::array<weight_term, D>& distinct, int& distinct_count, const tensor_mapping& m,
                                std::int64_t bytes, int count) noexcept {
+  weight_term* terms = distinct.data();
   int k = 0;
-  while (k < distinct_count && !(distinct[static_cast<std::size_t>(k)].mapping == m && distinct[static_cast<std::size_t>(k)].bytes == bytes)) ++k;
-  if (k == distinct_count) distinct[static_cast<std::size_t>(distinct_count++)] = {m, bytes, 0};
-  distinct[static_cast<std::size_t>(k)].count += count;
+  while (k < distinct_count && !(terms[k].bytes == bytes && terms[k].mapping == m)) ++k;
+  if (k == distinct_count) terms[distinct_count++] = {m, bytes, 0};
+  terms[k].count += count;
 }
 
 /// The peak of an IPU's allocation: the highest byte any buffer reaches on any tile, a tile's
@@ -346,19 +351,21 @@ constexpr int find_peak(const always_live_region<T>& region, const std::array<st
                         const std::array<buffer_request, M>& requests, int count, TilesOf&& tiles_of, Visit&& visit,
                         std::int64_t& peak, int& peak_tile) {
   peak = region.max_base;
+  const std::int64_t* base = region.base.data();
   for (std::size_t t = 0; t < T; ++t)
-    if (region.base[t] == region.max_base) {
+    if (base[t] == region.max_base) {
       peak_tile = static_cast<int>(t);
       break;
     }
-  std::array<std::int64_t, T> highest_before{};  // highest base of tiles [0, t]
-  for (std::size_t t = 0; t < T; ++t) highest_before[t] = std::max(region.base[t], t > 0 ? highest_before[t - 1] : 0);
+  std::array<std::int64_t, T> highest_before_storage{};  // highest base of tiles [0, t]
+  std::int64_t* highest_before = highest_before_storage.data();
+  for (std::size_t t = 0; t < T; ++t) highest_before[t] = t > 0 && highest_before[t - 1] > base[t] ? highest_before[t - 1] : base[t];
   std::array<std::int64_t, M> keys{};  // bound descending, then buffer
   int bounded = 0;
   for (int k = 0; k < count; ++k) {
     const auto [first, end] = tiles_of(k);
     if (first >= end) continue;
-    const std::int64_t highest = first == 0 ? highest_before[static_cast<std::size_t>(end - 1)] : region.max_base;
+    const std::int64_t highest = first == 0 ? highest_before[end - 1] : region.max_base;
     const std::int64_t bound = highest + offset[static_cast<std::size_t>(k)] + requests[static_cast<std::size_t>(k)].bytes;
     if (bound > peak) keys[static_cast<std::size_t>(bounded++)] = ((std::int64_t{1} << 46) - bound) << 16 | k;
   }
@@ -374,7 +381,7 @@ constexpr int find_peak(const always_live_region<T>& region, const std::array<st
     const int k = static_cast<int>(key & 0xffff);
     if ((std::int64_t{1} << 46) - (key >> 16) <= peak) break;
     visit(k, [&](int tile, std::int64_t offset_on_tile, std::int64_t bytes) {
-      const std::int64_t reach = region.base[static_cast<std::size_t>(tile)] + offset_on_tile + aligned(bytes);
+      const std::int64_t reach = base[tile] + offset_on_tile + aligned(bytes);
       if (bytes > 0 && reach > peak) peak = reach, peak_tile = tile, top = k;
     });
   }
@@ -456,10 +463,9 @@ constexpr ipu_allocation<N> plan_ipu(const plan<N, Ipus>& p, int ipu) {
       const std::array<std::int64_t, 3> parts = scratch(s);
       request(-1 - s, s, s, parts[0] + parts[1] + parts[2]);
       im.totals.activations = std::max(im.totals.activations, live_total);
-      im.totals.temporaries = std::max(im.totals.temporaries, transient_sum(np.step, np.work.units, true));
-      im.totals.exchange =
-          std::max(im.totals.exchange, transient_sum(np.step, np.work.units, false) +
-                                           (np.sends ? np.copy.elements() * bytes : 0));
+      const transient_bytes sum = transient_sum(np.step, np.work.units);
+      im.totals.temporaries = std::max(im.totals.temporaries, sum.temporaries);
+      im.totals.exchange = std::max(im.totals.exchange, sum.exchange + (np.sends ? np.copy.elements() * bytes : 0));
     }
     live_total -= dies_total[static_cast<std::size_t>(s)];
   }
@@ -569,13 +575,14 @@ constexpr void plan_fusion(plan<N, Ipus>& p) {
     int end = j, last = 0;
     for (int k = j + 1; k < count; ++k) {
       const node& n = p.at(k);
+      if (!n.reads(end) || order(n.kind) <= last || readers[static_cast<std::size_t>(end)] != 1 ||
+          n.ipu != p.at(j).ipu || n.input_count > 2 || (n.input_count == 2 && n.inputs[0] == n.inputs[1]))
+        break;
       // A join absorbs as the epilogue's add: its other operands exist before the convolution,
       // shaped as the output (the epilogue adds element by element, never broadcasting).
       bool others_ready = true;
       for (int src : n.sources()) others_ready = others_ready && (src == end || src < j) && p.at(src).out == n.out;
-      if (!n.reads(end) || order(n.kind) <= last || readers[static_cast<std::size_t>(end)] != 1 ||
-          n.ipu != p.at(j).ipu || !others_ready || n.input_count > 2 || (n.input_count == 2 && n.inputs[0] == n.inputs[1]))
-        break;
+      if (!others_ready) break;
       p.nodes[static_cast<std::size_t>(k)].fused_into = j;
       end = k;
       last = order(n.kind);

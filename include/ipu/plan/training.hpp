@@ -792,8 +792,9 @@ constexpr void plan_training_memory(training_plan<N, S, Ipus>& p, int ipu) {
   for (int j = 0; j < static_cast<int>(N); ++j) {
     if (p.ipu_of(j) != ipu) continue;
     const node_plan& np = inf.plan_of(j);
-    im.totals.temporaries = std::max(im.totals.temporaries, transient_sum(np.step, np.work.units, true));
-    im.totals.exchange = std::max(im.totals.exchange, transient_sum(np.step, np.work.units, false));
+    const transient_bytes sum = transient_sum(np.step, np.work.units);
+    im.totals.temporaries = std::max(im.totals.temporaries, sum.temporaries);
+    im.totals.exchange = std::max(im.totals.exchange, sum.exchange);
   }
 
   // The peak, as `plan_ipu` finds it.
@@ -911,7 +912,18 @@ constexpr training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
       p.nodes[static_cast<std::size_t>(j)].update = s;
       p.steps[static_cast<std::size_t>(s++)] = {j, step_phase::update, 0};
     }
-  // The tensors, mapped as inference maps weights, and the lifetimes.
+  // The tensors, mapped as inference maps weights, and the lifetimes: each output lives to its
+  // last reader, kept for the backward pass to the last backward step of its readers (found in
+  // one pass over the nodes' inputs; a node reads only nodes before it).
+  std::array<int, N> last_reader{}, readers_backward{};
+  last_reader.fill(-1), readers_backward.fill(-1);
+  for (int k = 0; k < static_cast<int>(N); ++k)
+    for (int src : inf.at(k).sources()) {
+      int& last = last_reader[static_cast<std::size_t>(src)];
+      int& backward = readers_backward[static_cast<std::size_t>(src)];
+      last = std::max(last, k);
+      backward = std::max(backward, p.node_of(k).backward);
+    }
   const chip_spec chip = with_tiles(inf.chip, inf.chip.tiles - inf.opts.io_tiles);
   for (int j = 0; j < static_cast<int>(N); ++j) {
     const node& n = inf.at(j);
@@ -925,13 +937,9 @@ constexpr training_plan<N, S, Ipus> make_training_plan(const plan<N, Ipus>& inf,
     }
     const bool keep = kept[static_cast<std::size_t>(j)];
     t.output_last = keep && t.backward >= 0 ? t.backward : inf.held_to(n.ipu, j);
-    int last_reader = j + 1 == static_cast<int>(N) ? j : -1;
-    for (int k = j + 1; k < static_cast<int>(N); ++k)
-      if (inf.at(k).reads(j)) {
-        last_reader = std::max(last_reader, k);
-        if (keep && t.backward < 0) t.output_last = std::max(t.output_last, p.node_of(k).backward);
-      }
-    if (t.backward >= 0) t.grad_first = p.node_of(last_reader >= 0 ? last_reader : j).backward;
+    if (keep && t.backward < 0) t.output_last = std::max(t.output_last, readers_backward[static_cast<std::size_t>(j)]);
+    const int read_last = j + 1 == static_cast<int>(N) ? j : last_reader[static_cast<std::size_t>(j)];
+    if (t.backward >= 0) t.grad_first = p.node_of(read_last >= 0 ? read_last : j).backward;
   }
   // The copies: of each output read on another IPU, on that IPU, from the output's forward step
   // to the last backward step there that reads it; its gradient from the first to the last

@@ -43,10 +43,18 @@ struct linear_mapping {
   constexpr std::int64_t begin(std::int64_t p) const noexcept { return offset_in_segment(p, 0); }
   /// One past the last element of part `p`.
   constexpr std::int64_t end(std::int64_t p) const noexcept { return offset_in_segment(p, 1); }
+  /// Elements held by part `p`: `end(p) - begin(p)`, in one call. (This and the queries below
+  /// write their arithmetic out: the plan runs them per part and per candidate split, and the
+  /// constant evaluator pays for each call; docs/contributing.md.)
+  constexpr std::int64_t part_elements(std::int64_t p) const noexcept {
+    const std::int64_t se = elements / segments, sp = parts / segments, k = p % sp;
+    const std::int64_t first = k * grains / sp * grain, last = (k + 1) * grains / sp * grain;
+    return (last < se ? last : se) - (first < se ? first : se);
+  }
   /// Elements held by `tile` (zero for tiles outside the mapping).
   constexpr std::int64_t elements_on(int tile) const noexcept {
     const std::int64_t p = tile - first_tile;
-    return p < 0 || p >= parts ? 0 : end(p) - begin(p);
+    return p < 0 || p >= parts ? 0 : part_elements(p);
   }
   /// Most elements held by any one tile.
   constexpr std::int64_t max_elements_per_tile() const noexcept {
@@ -54,11 +62,11 @@ struct linear_mapping {
     // Every segment is mapped alike. Its last part always has ceil(grains / parts) grains but
     // may end in a partial grain; another part has that many too unless exactly one part is
     // large (grains % parts == 1).
-    const std::int64_t sp = segment_parts();
-    const std::int64_t last = end(sp - 1) - begin(sp - 1);
+    const std::int64_t sp = parts / segments;
+    const std::int64_t last = part_elements(sp - 1);
     if (sp == 1) return last;
-    const std::int64_t q = grains / sp, r = grains % sp;
-    return std::max(last, (r >= 2 ? q + 1 : q) * grain);
+    const std::int64_t q = grains / sp, r = grains % sp, other = (r >= 2 ? q + 1 : q) * grain;
+    return last > other ? last : other;
   }
   /// The tile holding element `i` (`0 <= i < elements`).
   constexpr int tile_of(std::int64_t i) const noexcept {
@@ -73,8 +81,8 @@ struct linear_mapping {
  private:
   /// `begin(p)` (`next` 0) or `end(p)` (`next` 1).
   constexpr std::int64_t offset_in_segment(std::int64_t p, std::int64_t next) const noexcept {
-    const std::int64_t se = segment_elements(), sp = segment_parts();
-    return p / sp * se + std::min(se, (p % sp + next) * grains / sp * grain);
+    const std::int64_t se = elements / segments, sp = parts / segments, at = (p % sp + next) * grains / sp * grain;
+    return p / sp * se + (at < se ? at : se);
   }
 };
 
@@ -91,17 +99,20 @@ constexpr linear_mapping map_linearly(std::int64_t elements, std::int64_t elemen
   m.grain = chip.grain(element_bytes);
   m.segments = segments;
   if (elements <= 0) return m;
+  // The rule, with each ceil(a / b) written out as (a + b - 1) / b: every candidate split of
+  // every layer maps its units here, and the constant evaluator pays for each call.
   const std::int64_t segment = elements / segments;
-  m.grains = detail::div_up(segment, m.grain);
-  const std::int64_t tiles = std::max<std::int64_t>(1, (chip.tiles - first_tile) / segments);
-  std::int64_t max_grains_per_part = detail::div_up(m.grains, tiles);
-  const std::int64_t min_elements = detail::div_up(min_bytes_per_tile, element_bytes);
+  m.grains = (segment + m.grain - 1) / m.grain;
+  const std::int64_t share = (chip.tiles - first_tile) / segments, tiles = share > 1 ? share : 1;
+  std::int64_t max_grains_per_part = (m.grains + tiles - 1) / tiles;
+  const std::int64_t min_elements = (min_bytes_per_tile + element_bytes - 1) / element_bytes;
   if (min_elements > 0) {
-    const std::int64_t min_grains = detail::div_up(min_elements, m.grain);
-    const std::int64_t max_parts = std::max<std::int64_t>(1, m.grains / min_grains);
-    max_grains_per_part = std::max(max_grains_per_part, detail::div_up(m.grains, max_parts));
+    const std::int64_t min_grains = (min_elements + m.grain - 1) / m.grain;
+    const std::int64_t most_parts = m.grains / min_grains, max_parts = most_parts > 1 ? most_parts : 1;
+    const std::int64_t fewest = (m.grains + max_parts - 1) / max_parts;
+    if (fewest > max_grains_per_part) max_grains_per_part = fewest;
   }
-  m.parts = detail::div_up(m.grains, max_grains_per_part) * segments;
+  m.parts = (m.grains + max_grains_per_part - 1) / max_grains_per_part * segments;
   return m;
 }
 

@@ -46,7 +46,6 @@
 /// input channel, `kernels/conv.hpp`), so a split changes memory and time but not one bit of
 /// the result: channel parts need one tap per phase unless the kernel is 1x1.
 
-#include <ipu/core/arith.hpp>
 #include <ipu/core/dtype.hpp>
 #include <ipu/graph/node.hpp>
 #include <ipu/plan/memory.hpp>
@@ -186,16 +185,16 @@ constexpr reduce_exchange reduce_stages(const step_model& s, std::int64_t units)
 /// Transients of a tile computing `units` units of step `s` (elements for element-wise
 /// mappings). Non-decreasing in `units`; zero for a tile without work.
 constexpr transient_bytes transient_on(const step_model& s, std::int64_t units) noexcept {
-  using detail::div_up, detail::runs_touched;
+  using detail::runs_touched;
   if (units <= 0) return {};
   switch (s.kind) {
     case step_kind::conv: {
-      // Written out (div_up, runs_touched, std::min and the step's accessors): the plan's
-      // search evaluates this for every candidate, and the constant evaluator pays per call.
+      // div_up, std::min and the step's accessors written out: the plan's search evaluates
+      // this for every candidate, and the constant evaluator pays per call.
       const std::int64_t slice = (units + s.serial - 1) / s.serial;
-      const std::int64_t units_blocks = (units + s.positions - 2) / s.positions + 1;
+      const std::int64_t units_blocks = runs_touched(units, s.positions);
       const std::int64_t blocks = s.blocks_apart ? 1 : s.blocks < units_blocks ? s.blocks : units_blocks;
-      const std::int64_t slice_runs = (slice + s.positions - 2) / s.positions + 1;
+      const std::int64_t slice_runs = runs_touched(slice, s.positions);
       const std::int64_t slice_blocks = blocks < slice_runs ? blocks : slice_runs;
       const std::int64_t slice_positions = slice < s.positions ? slice : s.positions;
       const std::int64_t channels = s.in_channels / s.in_parts, phase_taps = s.kernel_taps / s.taps;

@@ -311,8 +311,8 @@ constexpr always_live_region<T> lay_out_always_live_region(const std::array<weig
     accumulate(r.always, w.mapping, w.count * w.bytes);
     accumulate_padding(r.base, w.mapping, w.bytes, w.count);
   }
-  // Tile by tile, through plain pointers and with `aligned` written out: the constant
-  // evaluator pays for each call, `std::array::operator[]` included.
+  // Tile by tile, through plain pointers: the constant evaluator pays for each call,
+  // `std::array::operator[]` included.
   std::int64_t running = 0;
   const std::int64_t* steps = code_steps.data();
   std::int64_t *base = r.base.data(), *always = r.always.data();
@@ -320,7 +320,7 @@ constexpr always_live_region<T> lay_out_always_live_region(const std::array<weig
     running += steps[t];
     const std::int64_t code = fixed_code + running;
     r.code_total += code;
-    base[t] += always[t] + (code + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+    base[t] += always[t] + aligned(code);
     always[t] += code;
     if (always[t] > r.max_always) r.max_always = always[t];
     if (base[t] > r.max_base) r.max_base = base[t];

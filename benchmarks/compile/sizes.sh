@@ -42,13 +42,19 @@ models=(
 )
 
 rows=()
+# The standard library's headers that the umbrella includes (all of them, as the preprocessor
+# finds them), alone: the part of the umbrella's time that is not the library's.
+g++-12 "${compile_flags[@]}" -M "$here/umbrella.cpp" | tr ' \\' '\n\n' |
+  sed -nE 's|^/usr/include/c\+\+/[0-9]+/([a-z_]+)$|#include <\1>|p' | sort -u >"$work/standard.cpp"
+[ -s "$work/standard.cpp" ] || { echo "sizes.sh: found no standard header in g++'s dependencies of umbrella.cpp" >&2; exit 1; }
 # The headers alone: the umbrella, what a user's first line costs, and the planning header,
 # which by_size.cpp includes ("under_plans").
-for entry in "umbrella.cpp|#include <ipu/ipu.hpp>|false" "planning.cpp|#include <ipu/planning.hpp>|true"; do
-  IFS='|' read -r tu label under_plans <<<"$entry"
-  line="{\"label\": \"$label\", \"kind\": \"header\", \"under_plans\": $under_plans, \"nodes\": 0, \"steps\": 0, \"fits\": null"
+for entry in "$here/umbrella.cpp|#include <ipu/ipu.hpp>|false|header" "$here/planning.cpp|#include <ipu/planning.hpp>|true|header" \
+  "$work/standard.cpp|the umbrella's standard headers|false|standard"; do
+  IFS='|' read -r tu label under_plans kind <<<"$entry"
+  line="{\"label\": \"$label\", \"kind\": \"$kind\", \"under_plans\": $under_plans, \"nodes\": 0, \"steps\": 0, \"fits\": null"
   for cxx in "${compilers[@]}"; do
-    read -r wall mem < <(best_compile "$repeats" "$cxx" "$work/tu.o" -c "$here/$tu")
+    read -r wall mem < <(best_compile "$repeats" "$cxx" "$work/tu.o" -c "$tu")
     line+=", \"$cxx\": {\"seconds\": $wall, \"mib\": $mem}"
     echo "$label, $cxx: $wall s, $mem MiB" >&2
   done

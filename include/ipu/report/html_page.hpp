@@ -6,13 +6,15 @@
 /// script collects every error (an exception, a rejected promise, `console.error`) into the
 /// `ipu-errors` element at the top of the page, and the body's `data-status` becomes `ok` once
 /// everything is drawn, with the time it took in `data-render-ms`.
-
-#include <string_view>
+///
+/// The parts are character arrays, not `std::string_view`s: a view of a literal has its length
+/// counted one character at a time by the constant evaluator, which for the script's 40 KB took
+/// 9% of the instructions g++ 12 and clang 16 ran to compile `<ipu/ipu.hpp>`.
 
 namespace ipu::detail::html_page {
 
 /// Up to the page's `<title>` text.
-inline constexpr std::string_view head = R"html(<!DOCTYPE html>
+inline constexpr char head[] = R"html(<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -22,7 +24,7 @@ inline constexpr std::string_view head = R"html(<!DOCTYPE html>
 
 /// From the end of the title to the element holding the data: the style, the error
 /// collector, the page's skeleton.
-inline constexpr std::string_view style = R"html( - ipu report</title>
+inline constexpr char style[] = R"html( - ipu report</title>
 <script>
 window.ipuErrors = [];
 window.ipuFail = function (message) {
@@ -112,7 +114,7 @@ svg .cursor { stroke: #000; stroke-width: 1; stroke-dasharray: 3 2; }
 )html";
 
 /// The script that draws the page from the data.
-inline constexpr std::string_view script = R"html(<script>
+inline constexpr char script[] = R"html(<script>
 'use strict';
 (function () {
 const started = performance.now();
@@ -709,6 +711,6 @@ document.body.dataset.loadMs = performance.now().toFixed(0);
 )html";
 
 /// After the script: the end of the page.
-inline constexpr std::string_view tail = "</body>\n</html>\n";
+inline constexpr char tail[] = "</body>\n</html>\n";
 
 }  // namespace ipu::detail::html_page

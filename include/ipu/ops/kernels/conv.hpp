@@ -430,9 +430,11 @@ struct matmul_kernel : kernel_base {
   /// `acc[r][col] += sum over k of a[k][r] * b[k][col]` for `rows` rows (at most
   /// `tile_rows`, `lda` apart in `a`, `block_columns` apart in `acc`) and the columns of
   /// `lanes` (up to `tile_vectors` vectors, those past the first empty one unused), `k` from 0
-  /// to `count` in order.
-  static void add_tile(std::int64_t rows, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-                       std::int64_t count, float* acc, const int* lanes) {
+  /// to `count` in order. Only `float` calls it; it is a template so that its register tiles,
+  /// one function per shape, compile only in the translation units that train.
+  template <class Float>
+  static void add_tile(std::int64_t rows, const Float* a, std::int64_t lda, const Float* b, std::int64_t ldb,
+                       std::int64_t count, Float* acc, const int* lanes) {
     using kernels::IPU_SIMD_NAMESPACE::detail::unroll;
     using kernels::simd::vec;
     const auto run = [&]<int Rows, int Vectors>() {

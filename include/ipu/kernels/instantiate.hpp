@@ -17,6 +17,9 @@ inline namespace IPU_SIMD_NAMESPACE {
 
 template class packed_conv<float>;
 template class packed_conv<f16>;
+/// A convolution's kernel-gradient tiles (`add_product_tile`), compiled here once.
+template void add_product_tile<float>(std::int64_t, const float*, std::int64_t, const float*, std::int64_t, std::int64_t, float*,
+                                      std::int64_t, const int*) noexcept;
 
 }  // namespace IPU_SIMD_NAMESPACE
 }  // namespace ipu::kernels

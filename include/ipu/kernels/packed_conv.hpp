@@ -712,11 +712,56 @@ void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t
   lanes_ ? run_lanes(in, out, e, pn, p0, p1) : run_dense(in, out, e, pn, p0, p1);
 }
 
-// With IPU_EXTERN_KERNELS defined in every translation unit of a program, the work items are
-// compiled only in the one that includes <ipu/kernels/instantiate.hpp> (see there).
+/// Register-tile rows of `add_product_tile` (6 on AVX-512).
+inline constexpr int product_tile_rows = detail::dense_rows(detail::max_panel_vectors);
+/// Register-tile vectors of columns of `add_product_tile` (4 on AVX-512, 3 otherwise).
+inline constexpr int product_tile_vectors = detail::max_panel_vectors;
+
+/// `acc[r][col] += sum over k of a[k][r] * b[k][col]` for `rows` rows (at most
+/// `product_tile_rows`; `lda` apart in `a`, `ldacc` apart in `acc`) and the columns of `lanes`
+/// (up to `product_tile_vectors` vectors, those past the first empty one unused), `k` from 0 to
+/// `count` in order: the tile of a convolution's kernel gradient (`ops::matmul_kernel`). Only
+/// `float` calls it; it is a template so that its tiles, one function per shape, are compiled
+/// only where a convolution trains, or once under `IPU_EXTERN_KERNELS`.
+template <class Float>
+void add_product_tile(std::int64_t rows, const Float* a, std::int64_t lda, const Float* b, std::int64_t ldb, std::int64_t count,
+                      Float* acc, std::int64_t ldacc, const int* lanes) noexcept {
+  const auto run = [&]<int Rows, int Vectors>() {
+    // Only a tile's last vector of columns can be partial.
+    const auto load = [&](const float* p, auto v) {
+      if constexpr (v + 1 < Vectors) return simd::load(p);
+      return simd::load(p, lanes[v]);
+    };
+    using simd::vec;
+    vec sum[Rows][Vectors];  // a local that never escapes, so that it lives in registers
+    detail::unroll<Rows>([&](auto r) { detail::unroll<Vectors>([&](auto v) { sum[r][v] = load(acc + r * ldacc + v * vec::width, v); }); });
+    for (std::int64_t k = 0; k < count; ++k) {
+      vec d[Vectors];
+      detail::unroll<Vectors>([&](auto v) { d[v] = load(b + k * ldb + v * vec::width, v); });
+      detail::unroll<Rows>([&](auto r) {
+        const vec xv = simd::splat(a[k * lda + r]);
+        detail::unroll<Vectors>([&](auto v) { sum[r][v] = simd::madd(xv, d[v], sum[r][v]); });
+      });
+    }
+    detail::unroll<Rows>([&](auto r) {
+      detail::unroll<Vectors>([&](auto v) { simd::store(acc + r * ldacc + v * vec::width, sum[r][v], lanes[v]); });
+    });
+  };
+  int vectors = 0;
+  while (vectors < product_tile_vectors && lanes[vectors] > 0) ++vectors;
+  detail::with_count<product_tile_rows>(static_cast<int>(rows), [&](auto r) {
+    detail::with_count<product_tile_vectors>(vectors, [&](auto v) { run.template operator()<r, v>(); });
+  });
+}
+
+// With IPU_EXTERN_KERNELS defined in every translation unit of a program, the work items and
+// the product tiles are compiled only in the one that includes <ipu/kernels/instantiate.hpp>
+// (see there).
 #ifdef IPU_EXTERN_KERNELS
 extern template class packed_conv<float>;
 extern template class packed_conv<f16>;
+extern template void add_product_tile<float>(std::int64_t, const float*, std::int64_t, const float*, std::int64_t, std::int64_t,
+                                             float*, std::int64_t, const int*) noexcept;
 #endif
 
 }  // namespace IPU_SIMD_NAMESPACE

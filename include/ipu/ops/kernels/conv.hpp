@@ -351,7 +351,8 @@ struct matmul_kernel : kernel_base {
           int lanes[tile_vectors];
           for (int v = 0; v < tile_vectors; ++v) lanes[v] = kernels::simd::lanes_from(width - col - v * vec::width);
           for (std::int64_t r = 0; r < height; r += tile_rows)
-            add_tile(std::min(tile_rows, height - r), a + r, lda, b + col, cout, count, acc.data() + r * block_columns + col, lanes);
+            kernels::add_product_tile(std::min(tile_rows, height - r), a + r, lda, b + col, cout, count,
+                                      acc.data() + r * block_columns + col, block_columns, lanes);
         }
       }
       float* to = (parts > 1 ? sums.data() + part * rows * cout : dw.data()) + r0 * cout + grp * cout_g + c0;
@@ -385,9 +386,9 @@ struct matmul_kernel : kernel_base {
   // 48 KiB, in L2); register tiles as `kernels::packed_conv`'s widest (6 rows by 4 vectors on
   // AVX-512, 24 of its 32 registers).
   /// `kernel_gradient`'s register tile: vectors of columns (4 on AVX-512, 3 otherwise).
-  static constexpr std::int64_t tile_vectors = kernels::IPU_SIMD_NAMESPACE::detail::max_panel_vectors;
+  static constexpr std::int64_t tile_vectors = kernels::product_tile_vectors;
   /// `kernel_gradient`'s register tile: rows (6 on AVX-512 with 4 vectors).
-  static constexpr std::int64_t tile_rows = kernels::IPU_SIMD_NAMESPACE::detail::dense_rows(tile_vectors);
+  static constexpr std::int64_t tile_rows = kernels::product_tile_rows;
   /// `kernel_gradient`: output positions per pass over a block's sums.
   static constexpr std::int64_t chunk = 256;
   /// `kernel_gradient`: rows (`[tap][ci]`) of a block, one work item.
@@ -425,43 +426,6 @@ struct matmul_kernel : kernel_base {
         if (++ow == g.out_width) ow = 0, oh = oh + 1 == g.out_height ? (++image, 0) : oh + 1;
       }
     }
-  }
-
-  /// `acc[r][col] += sum over k of a[k][r] * b[k][col]` for `rows` rows (at most
-  /// `tile_rows`, `lda` apart in `a`, `block_columns` apart in `acc`) and the columns of
-  /// `lanes` (up to `tile_vectors` vectors, those past the first empty one unused), `k` from 0
-  /// to `count` in order. Only `float` calls it; it is a template so that its register tiles,
-  /// one function per shape, compile only in the translation units that train.
-  template <class Float>
-  static void add_tile(std::int64_t rows, const Float* a, std::int64_t lda, const Float* b, std::int64_t ldb,
-                       std::int64_t count, Float* acc, const int* lanes) {
-    using kernels::IPU_SIMD_NAMESPACE::detail::unroll;
-    using kernels::simd::vec;
-    const auto run = [&]<int Rows, int Vectors>() {
-      // Only a tile's last vector of columns can be partial.
-      const auto load = [&](const float* p, auto v) {
-        if constexpr (v + 1 < Vectors) return kernels::simd::load(p);
-        return kernels::simd::load(p, lanes[v]);
-      };
-      vec sum[Rows][Vectors];  // a local that never escapes, so that it lives in registers
-      unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { sum[r][v] = load(acc + r * block_columns + v * vec::width, v); }); });
-      for (std::int64_t k = 0; k < count; ++k) {
-        vec d[Vectors];
-        unroll<Vectors>([&](auto v) { d[v] = load(b + k * ldb + v * vec::width, v); });
-        unroll<Rows>([&](auto r) {
-          const vec xv = kernels::simd::splat(a[k * lda + r]);
-          unroll<Vectors>([&](auto v) { sum[r][v] = kernels::simd::madd(xv, d[v], sum[r][v]); });
-        });
-      }
-      unroll<Rows>([&](auto r) {
-        unroll<Vectors>([&](auto v) { kernels::simd::store(acc + r * block_columns + v * vec::width, sum[r][v], lanes[v]); });
-      });
-    };
-    int vectors = 0;
-    while (vectors < tile_vectors && lanes[vectors] > 0) ++vectors;
-    kernels::IPU_SIMD_NAMESPACE::detail::with_count<tile_rows>(static_cast<int>(rows), [&](auto r) {
-      kernels::IPU_SIMD_NAMESPACE::detail::with_count<tile_vectors>(vectors, [&](auto v) { run.template operator()<r, v>(); });
-    });
   }
 
   /// The convolution giving the input's gradient of node `n` (geometry `g`, kernel `w` as the

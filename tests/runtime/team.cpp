@@ -4,7 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -12,6 +15,7 @@
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace {
 /// Starts real threads for the first `good` workers, then fails as `std::thread` does when
@@ -71,4 +75,39 @@ TEST_CASE("team: a team whose workers all start runs as one started by std::thre
   }
   CHECK(started == 3);
   CHECK(finished == 3);
+}
+
+TEST_CASE("team: a waiting thread polls within libgomp's counts, as long as a wake-up takes") {
+  const std::uint32_t spins = ipu::detail::wake_spins();
+  CHECK(spins >= ipu::detail::gomp_oversubscribed_spins);
+  CHECK(spins <= ipu::detail::gomp_default_spins);
+  CHECK(ipu::detail::wake_spins() == spins);  // measured once
+}
+
+TEST_CASE("team: phases after the workers have gone to sleep, and with more threads than the machine has") {
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  // `a` has more threads than hardware threads: its waiting threads poll a hundred times,
+  // then sleep. Between some phases both teams' workers sleep, so that phases wake them.
+  ipu::runtime::team a(hardware + 1), b(3);
+  for (int phase = 0; phase < 200; ++phase) {
+    std::atomic<unsigned> sum_a = 0, sum_b = 0;
+    a.run([&](unsigned k) { sum_a += k + 1; });
+    b.run([&](unsigned k) { sum_b += k + 1; });
+    REQUIRE(sum_a == (hardware + 1) * (hardware + 2) / 2);
+    REQUIRE(sum_b == 6u);
+    if (phase % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+TEST_CASE("team: a thread's writes in one phase are visible to every thread in the next") {
+  ipu::runtime::team team(3);
+  std::vector<int> cells(3, 0);
+  std::atomic<int> stale = 0;
+  for (int phase = 1; phase <= 1000; ++phase) {
+    team.run([&](unsigned k) { cells[k] = phase; });  // plain writes: the end of the phase orders them
+    team.run([&](unsigned k) {
+      if (cells[(k + 1) % 3] != phase) ++stale;
+    });
+  }
+  CHECK(stale == 0);
 }

@@ -25,6 +25,8 @@
 ///   `engine::run`, an `ipu::feed`) holds it, wakes those users, waits until they have let
 ///   go, and they see `ipu::channel_error` instead of touching freed memory.
 
+#include <ipu/runtime/spin.hpp>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -151,13 +153,6 @@ inline bool process_barrier_available() noexcept {
 inline void process_barrier() noexcept {
 #if IPU_HAS_MEMBARRIER
   syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-#endif
-}
-
-/// One step of a spin-wait: tells the core this is a spin loop, where it can.
-inline void spin_pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
 #endif
 }
 

@@ -4,9 +4,12 @@
 /// together. `run(f)` calls `f(thread)` on every thread (the caller is thread 0) and returns
 /// when all have finished: the return is the sync between two phases.
 
+#include <ipu/runtime/spin.hpp>
+
 #include <algorithm>
-#include <barrier>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -25,15 +28,23 @@ using thread_starter = std::function<std::thread(std::function<void()> body)>;
 /// A fixed set of host threads that run one phase of a BSP step together: the calling thread
 /// and `size() - 1` workers that wait between phases. Not copyable; `run` is called by one
 /// thread at a time.
+///
+/// A phase's wake-up and its end are two atomic counters. A waiting thread polls its counter
+/// for as long as waking from sleep would take (`detail::wake_spins`), then sleeps; so
+/// back-to-back phases, as an engine runs them, cost no system call, and an idle team gives
+/// its cores back within that time. A team with more threads than the machine has hardware
+/// threads polls 100 times (libgomp's count then): a poller would hold a core that a thread
+/// it waits for needs.
 class team {
  public:
   /// `threads` host threads (0: one per hardware thread), the workers started by `start`
   /// (empty: `std::thread`). If a worker cannot start, stops and joins those already started,
   /// then rethrows the error (`std::system_error` from `std::thread`).
   explicit team(unsigned threads = 0, const thread_starter& start = {})
-      : size_(threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency())),
-        start_(static_cast<std::ptrdiff_t>(size_)),
-        done_(static_cast<std::ptrdiff_t>(size_)) {
+      : size_(threads != 0 ? threads : hardware_threads()),
+        spins_(size_ == 1               ? 0
+               : size_ > hardware_threads() ? detail::gomp_oversubscribed_spins
+                                            : detail::wake_spins()) {
     workers_.reserve(size_ - 1);
     try {
       for (unsigned k = 1; k < size_; ++k) {
@@ -56,30 +67,35 @@ class team {
   void run(const std::function<void(unsigned)>& f) {
     task_ = &f;
     error_ = nullptr;
-    start_.arrive_and_wait();
+    start_phase();
     guarded(0);
-    done_.arrive_and_wait();
+    finished_target_ += static_cast<std::uint32_t>(workers_.size());
+    detail::spin_then_wait(finished_, [&](std::uint32_t n) { return n == finished_target_; }, spins_);
     task_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
-  /// Ends the workers started so far and joins them. A worker that never started arrives at
-  /// the start barrier through the calling thread.
+  /// Wakes the workers for the next phase: what the caller wrote before is visible to them.
+  void start_phase() noexcept {
+    phase_.fetch_add(1, std::memory_order_release);
+    phase_.notify_all();
+  }
+
+  /// Ends the workers started so far and joins them.
   void stop_workers() {
     stop_ = true;
-    const auto missing = static_cast<std::ptrdiff_t>(size_ - 1 - workers_.size());
-    if (missing > 0) static_cast<void>(start_.arrive(missing));
-    start_.arrive_and_wait();
+    start_phase();
     for (std::thread& t : workers_) t.join();
   }
 
   void work(unsigned k) {
-    for (;;) {
-      start_.arrive_and_wait();
+    for (std::uint32_t seen = 0;;) {
+      seen = detail::spin_then_wait(phase_, [seen](std::uint32_t p) { return p != seen; }, spins_);
       if (stop_) return;
       guarded(k);
-      done_.arrive_and_wait();
+      finished_.fetch_add(1, std::memory_order_release);
+      finished_.notify_one();  // only the caller waits on it
     }
   }
   void guarded(unsigned k) {
@@ -91,13 +107,19 @@ class team {
     }
   }
 
+  static unsigned hardware_threads() noexcept { return std::max(1u, std::thread::hardware_concurrency()); }
+
   unsigned size_;
-  std::barrier<> start_, done_;
+  std::uint32_t spins_;  // polls before sleeping
   std::vector<std::thread> workers_;
-  const std::function<void(unsigned)>* task_ = nullptr;
-  bool stop_ = false;  // written before a barrier phase the workers then read
+  const std::function<void(unsigned)>* task_ = nullptr;  // written before a phase starts
+  bool stop_ = false;                                    // written before the last phase starts
   std::mutex error_mutex_;
   std::exception_ptr error_;
+  // Each on a cache line of its own: the workers poll them while the caller works.
+  alignas(64) std::atomic<std::uint32_t> phase_{0};     // phases started; a worker waits for the next
+  alignas(64) std::atomic<std::uint32_t> finished_{0};  // workers' phase ends, all phases counted
+  std::uint32_t finished_target_ = 0;                   // `finished_` when the current phase has ended
 };
 
 /// Runs `body(k)` for every `k` in `[0, count)`, each on a thread of its own, as a pipeline

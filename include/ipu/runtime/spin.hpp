@@ -27,6 +27,23 @@ inline void spin_pause() noexcept {
 /// its default, and its count when there are more threads than CPUs.
 inline constexpr std::uint32_t gomp_default_spins = 300'000, gomp_oversubscribed_spins = 100;
 
+/// Waits until `done(value)` holds for `a`'s value, polling up to `spins` times, then sleeping
+/// in `std::atomic::wait` until a `notify` changes it; returns the value it saw. The loads
+/// acquire, so the writes made before the store that ended the wait are visible after it.
+template <class Done>
+std::uint32_t spin_then_wait(const std::atomic<std::uint32_t>& a, Done done, std::uint32_t spins) noexcept {
+  std::uint32_t v = a.load(std::memory_order_acquire);
+  for (std::uint32_t i = 0; i < spins && !done(v); ++i) {
+    spin_pause();
+    v = a.load(std::memory_order_acquire);
+  }
+  while (!done(v)) {
+    a.wait(v, std::memory_order_acquire);
+    v = a.load(std::memory_order_acquire);
+  }
+  return v;
+}
+
 /// How many times a waiting thread polls before it sleeps: as many `spin_pause`s as it takes
 /// this machine to wake a thread that has slept in `std::atomic::wait` for a millisecond,
 /// long enough for its core to go idle (the median of 8 wake-ups, measured once per process,
@@ -47,10 +64,7 @@ inline std::uint32_t wake_spins() {
     std::atomic<std::uint32_t> turn{0};  // odd: the sleeper's turn
     std::atomic<clock::rep> sent{0};     // when the waker notified
     std::array<double, samples> wake{};
-    const auto await = [&](std::uint32_t mine) {
-      for (std::uint32_t v = turn.load(std::memory_order_acquire); v != mine; v = turn.load(std::memory_order_acquire))
-        turn.wait(v, std::memory_order_acquire);
-    };
+    const auto await = [&](std::uint32_t mine) { spin_then_wait(turn, [mine](std::uint32_t v) { return v == mine; }, 0); };
     const auto pass = [&](std::uint32_t next) {
       turn.store(next, std::memory_order_release);
       turn.notify_one();
@@ -73,23 +87,6 @@ inline std::uint32_t wake_spins() {
     return static_cast<std::uint32_t>(std::clamp(wake[samples / 2] / pause, double{gomp_oversubscribed_spins}, double{gomp_default_spins}));
   }();
   return spins;
-}
-
-/// Waits until `done(value)` holds for `a`'s value, polling up to `spins` times, then sleeping
-/// in `std::atomic::wait` until a `notify` changes it; returns the value it saw. The loads
-/// acquire, so the writes made before the store that ended the wait are visible after it.
-template <class Done>
-std::uint32_t spin_then_wait(const std::atomic<std::uint32_t>& a, Done done, std::uint32_t spins) noexcept {
-  std::uint32_t v = a.load(std::memory_order_acquire);
-  for (std::uint32_t i = 0; i < spins && !done(v); ++i) {
-    spin_pause();
-    v = a.load(std::memory_order_acquire);
-  }
-  while (!done(v)) {
-    a.wait(v, std::memory_order_acquire);
-    v = a.load(std::memory_order_acquire);
-  }
-  return v;
 }
 
 }  // namespace ipu::detail

@@ -275,10 +275,13 @@ void check_work_item_orders(const named_shape& c) {
 }
 
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in any order and on any thread") {
-  // Dense panels with work items that end inside images and rows; groups in lanes; depthwise
-  // items of whole rows that run on into the next image.
+  // Dense panels with work items that end inside images and rows, one panel per item (a
+  // kernel larger than L1) and every panel in each item (a 1x1 from few channels); groups in
+  // lanes; depthwise items of whole rows that run on into the next image.
   check_work_item_orders<float>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
-  check_work_item_orders<float>({"3x3 128->128 32 groups batch 2", shape(6, 6, 128, 128, 3, 1, 32, 2)});
+  check_work_item_orders<float>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
+  check_work_item_orders<ipu::f16>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
+  check_work_item_orders<float>({"3x3 128->128 32 groups on 12x12 batch 2", shape(12, 12, 128, 128, 3, 1, 32, 2)});
   check_work_item_orders<float>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
   check_work_item_orders<float>({"3x3 64->64 16 groups of 4 on 48x48", shape(48, 48, 64, 64, 3, 1, 16)});
   check_work_item_orders<float>({"depthwise 3x3 200 channels on 28x28 batch 2", shape(28, 28, 200, 200, 3, 1, 200, 2)});

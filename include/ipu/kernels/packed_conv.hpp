@@ -28,6 +28,7 @@
 #include <ipu/kernels/views.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <concepts>
 #include <cstdint>
@@ -183,40 +184,60 @@ template <class T>
           e.scale != nullptr ? simd::load(e.shift + c, n) : simd::zero()};
 }
 
-/// The epilogue of one output vector, `n` lanes at `out + offset`, with its channels' terms `k`.
-template <class T>
-[[gnu::always_inline]] inline void finish(vec acc, const epilogue<T>& e, const channel_terms& k, std::int64_t offset, int n,
-                                          T* out) noexcept {
-  vec v = acc;
-  if (e.bias != nullptr) v = simd::add(v, k.bias);
-  v = simd::rounded<T>(v);
-  if (e.scale != nullptr) v = simd::rounded<T>(simd::madd(v, k.scale, k.shift));
-  if (e.residual != nullptr) v = simd::rounded<T>(simd::add(v, simd::load_widened(e.residual + offset, n)));
-  if (e.activation == activation_kind::relu) v = simd::relu(v);
-  if (e.activation == activation_kind::relu6) v = kernels::relu6<simd::lanes>(v);
-  if (e.activation == activation_kind::silu) v = kernels::silu<simd::lanes>(v);
-  simd::store_rounded(out + offset, v, n);
+/// The epilogue of `count` positions (at most `Full`) by `Vectors` vectors, `acc[r][v]` stored
+/// at `out + first[r] + v * width` with its channels' terms `k[v]`, the last vector `last` lanes
+/// wide: `epilogue`'s steps in order (bias, rounding to `T`, scale and shift, residual,
+/// activation), each one pass over a position's vectors, so that its test is made once per
+/// position rather than once per vector. Everything the passes read is copied first: the
+/// intrinsics' unaligned stores may alias any object, so a field read after one is read again
+/// from memory. Flattened and unrolled, so that the vectors stay in registers whatever the
+/// inliner's budget; one function per whole tile's shape, which the smaller tiles at the ends
+/// of runs share (one per smaller tile made the kernels' translation unit compile 1.25 times
+/// as long).
+template <int Full, int Vectors, class T>
+[[gnu::flatten]] inline void finish_positions(const vec (*acc)[Vectors], int count, const epilogue<T>& epi,
+                                              const channel_terms (&terms)[Vectors], const std::int64_t (&offsets)[Full], int last,
+                                              T* out) noexcept {
+  const auto lanes = [&](int v) { return v + 1 < Vectors ? width : last; };
+  const epilogue<T> e = epi;
+  channel_terms k[Vectors];
+  std::int64_t first[Full];
+  unroll<Vectors>([&](auto v) { k[v] = terms[v]; });
+  unroll<Full>([&](auto r) { first[r] = offsets[r]; });
+  unroll<Full>([&](auto r) {
+    if (r >= count) return;
+    const auto each = [](auto&& f) { unroll<Vectors>(f); };
+    vec x[Vectors];
+    each([&](auto v) { x[v] = acc[r][v]; });
+    if (e.bias != nullptr) each([&](auto v) { x[v] = simd::add(x[v], k[v].bias); });
+    each([&](auto v) { x[v] = simd::rounded<T>(x[v]); });
+    if (e.scale != nullptr) each([&](auto v) { x[v] = simd::rounded<T>(simd::madd(x[v], k[v].scale, k[v].shift)); });
+    if (e.residual != nullptr)
+      each([&](auto v) { x[v] = simd::rounded<T>(simd::add(x[v], simd::load_widened(e.residual + first[r] + v * width, lanes(v)))); });
+    switch (e.activation) {
+      case activation_kind::relu: each([&](auto v) { x[v] = simd::relu(x[v]); }); break;
+      case activation_kind::relu6: each([&](auto v) { x[v] = kernels::relu6<simd::lanes>(x[v]); }); break;
+      case activation_kind::silu: each([&](auto v) { x[v] = kernels::silu<simd::lanes>(x[v]); }); break;
+      case activation_kind::none: break;
+    }
+    each([&](auto v) { simd::store_rounded(out + first[r] + v * width, x[v], lanes(v)); });
+  });
 }
 
-/// The epilogue of a tile's `Count` positions by `Vectors` vectors, position `r` at output
-/// element `at(r)` plus its vector's channels (channel `c + v * width` of the whole output),
-/// the last vector `last` lanes wide, each vector's channel terms loaded first. A whole tile
-/// (`Count == Full`) is unrolled, so that the accumulators are read from registers, and goes
-/// position by position, so that a position's vectors are stored together. The smaller tiles
-/// at the ends of runs loop instead: unrolled too, their epilogues made the kernels'
-/// translation unit take twice as long to compile (g++ 12 -O2, 24 s to 47 s).
+/// The epilogue of a tile's `Count` positions (at most `Full`, a whole tile's) by `Vectors`
+/// vectors, position `r` at output element `at(r)` plus its vector's channels (channel
+/// `c + v * width` of the whole output), the last vector `last` lanes wide: each vector's
+/// channel terms and each position's offset, then `finish_positions`, which the dense,
+/// groups-in-lanes and depthwise paths share.
 template <int Full, int Count, int Vectors, class T, class At>
 [[gnu::always_inline]] inline void finish_tile(const vec (&acc)[Count][Vectors], const epilogue<T>& e, std::int64_t c, int last,
                                                At&& at, T* out) noexcept {
-  const auto lanes = [&](int v) { return v + 1 < Vectors ? width : last; };
+  static_assert(Count <= Full);
   channel_terms k[Vectors];
-  unroll<Vectors>([&](auto v) { k[v] = terms_of(e, c + v * width, lanes(v)); });
-  if constexpr (Count == Full) {
-    unroll<Count>([&](auto r) { unroll<Vectors>([&](auto v) { finish(acc[r][v], e, k[v], at(r) + c + v * width, lanes(v), out); }); });
-  } else {
-    for (int r = 0; r < Count; ++r)
-      for (int v = 0; v < Vectors; ++v) finish(acc[r][v], e, k[v], at(r) + c + v * width, lanes(v), out);
-  }
+  unroll<Vectors>([&](auto v) { k[v] = terms_of(e, c + v * width, v + 1 < Vectors ? width : last); });
+  std::int64_t first[Full];
+  unroll<Full>([&](auto r) { first[r] = at(r) + c; });
+  finish_positions<Full>(acc, Count, e, k, first, last, out);
 }
 
 /// `Rows` positions by `Vectors` vectors of a dense panel: the sum over `t`'s taps and `k`
@@ -357,6 +378,13 @@ class packed_conv {
   /// `in_first`, weights at `weights_[offset]`.
   struct panel {
     std::int64_t first, channels, in_first, offset;
+  };
+  /// A run of positions `p + i * ps` (`i < n`) that share their taps `t`, the first reading
+  /// from `walk` (as `for_each_run` gives it).
+  struct position_run {
+    detail::input_walk<T> walk;
+    detail::taps t;
+    std::int64_t p, n, ps;
   };
 
   static void validate(const conv_shape& s, std::size_t kernel_size) {
@@ -654,42 +682,61 @@ class packed_conv {
     for (std::int64_t b0 = p0; b0 < p1; b0 += band) depthwise_runs(in, out, e, b0, std::min(p1, b0 + band));
   }
 
-  /// Positions `[p0, p1)` of a depthwise convolution: each run of positions that share their
-  /// taps, found once for all the channels (a tile is a few hundred cycles, and finding its run
-  /// as much again), then every channel, `depthwise_vectors` vectors of consecutive channels in
-  /// each tile. The input is read in place, each position's channels together; edge positions
-  /// skip their outside taps.
+  /// Positions `[p0, p1)` of a depthwise convolution: the runs of positions that share their
+  /// taps are found first (a tile is a few hundred cycles, and finding its run as much again),
+  /// then each group of `depthwise_vectors` vectors of consecutive channels goes over every run,
+  /// so that the input rows of those channels stay in L1 from one output row to the next (all
+  /// the channels of three rows do not: 56x56x144 reads 97 KB). The input is read in place, each
+  /// position's channels together; edge positions skip their outside taps.
   void depthwise_runs(const T* in, T* out, const epilogue<T>& e, std::int64_t p0, std::int64_t p1) const {
+    // A band's runs, without allocating: up to 12 for a 3x3 kernel (each row, and each edge
+    // column of up to three sets of rows with the same kernel rows); a larger set goes in parts.
+    constexpr std::size_t capacity = 32;
+    std::array<position_run, capacity> runs;
+    std::size_t count = 0;
+    for_each_run(source<T>{in, 0, shape_.in_channels, 0}, p0, p1,
+                 [&](const detail::input_walk<T>& walk, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
+                   runs[count++] = {walk, t, p, n, ps};
+                   if (count == capacity) {
+                     depthwise_channels(std::span(runs.data(), count), out, e);
+                     count = 0;
+                   }
+                 });
+    depthwise_channels(std::span(runs.data(), count), out, e);
+  }
+
+  /// Every channel of a depthwise convolution over `runs`: `depthwise_vectors` vectors of
+  /// consecutive channels in each tile, one group of them over every run before the next.
+  void depthwise_channels(std::span<const position_run> runs, T* out, const epilogue<T>& e) const {
     constexpr int rows = detail::depthwise_rows, vectors = detail::depthwise_vectors;
     const std::int64_t w_step = shape_.kernel.area() * detail::width, oc = shape_.out_channels;
     const auto panels = static_cast<std::int64_t>(panels_.size());
     const int last = static_cast<int>(panels_.back().channels);  // lanes of the last vector
     const std::int64_t whole = (last == detail::width ? panels : panels - 1) / vectors;  // tiles of whole vectors
-    for_each_run(source<T>{in, 0, shape_.in_channels, 0}, p0, p1,
-                 [&](const detail::input_walk<T>& walk, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
-                   // Panels `[first, first + v_n)`, the last one `Partial`.
-                   const auto channels = [&]<int v_n, bool Partial>(std::int64_t first) {
-                     const panel& pn = panels_[static_cast<std::size_t>(first)];
-                     const float* w = weights_.data() + pn.offset;
-                     const int lanes = Partial ? last : detail::width;
-                     detail::input_walk<T> x = walk;
-                     x.base += pn.in_first;
-                     std::int64_t q = p, left = n;
-                     const auto finish_tile = [&](const auto& tl) {
-                       detail::finish_tile<rows>(tl.acc, e, pn.first, lanes, [&](int r) { return (q + r * ps) * oc; }, out);
-                     };
-                     for (; left >= rows; left -= rows, q += rows * ps, x.base += rows * x.step)
-                       finish_tile(detail::depthwise_tile<rows, v_n, Partial>(x, t, shape_.kernel.w, lanes, w, w_step));
-                     detail::with_count<rows - 1>(static_cast<int>(left), [&](auto count) {
-                       finish_tile(detail::depthwise_tile<count, v_n, Partial>(x, t, shape_.kernel.w, lanes, w, w_step));
-                     });
-                   };
-                   for (std::int64_t k = 0; k < whole; ++k) channels.template operator()<vectors, false>(k * vectors);
-                   detail::with_count<vectors>(static_cast<int>(panels - whole * vectors), [&](auto v_n) {
-                     last == detail::width ? channels.template operator()<v_n, false>(whole * vectors)
-                                           : channels.template operator()<v_n, true>(whole * vectors);
-                   });
-                 });
+    // Panels `[first, first + v_n)`, the last one `Partial`.
+    const auto channels = [&]<int v_n, bool Partial>(std::int64_t first) {
+      const panel& pn = panels_[static_cast<std::size_t>(first)];
+      const float* w = weights_.data() + pn.offset;
+      const int lanes = Partial ? last : detail::width;
+      for (const position_run& piece : runs) {
+        detail::input_walk<T> x = piece.walk;
+        x.base += pn.in_first;
+        std::int64_t q = piece.p, left = piece.n;
+        const auto finish_tile = [&](const auto& tl) {
+          detail::finish_tile<rows>(tl.acc, e, pn.first, lanes, [&](int r) { return (q + r * piece.ps) * oc; }, out);
+        };
+        for (; left >= rows; left -= rows, q += rows * piece.ps, x.base += rows * x.step)
+          finish_tile(detail::depthwise_tile<rows, v_n, Partial>(x, piece.t, shape_.kernel.w, lanes, w, w_step));
+        detail::with_count<rows - 1>(static_cast<int>(left), [&](auto count) {
+          finish_tile(detail::depthwise_tile<count, v_n, Partial>(x, piece.t, shape_.kernel.w, lanes, w, w_step));
+        });
+      }
+    };
+    for (std::int64_t k = 0; k < whole; ++k) channels.template operator()<vectors, false>(k * vectors);
+    detail::with_count<vectors>(static_cast<int>(panels - whole * vectors), [&](auto v_n) {
+      last == detail::width ? channels.template operator()<v_n, false>(whole * vectors)
+                            : channels.template operator()<v_n, true>(whole * vectors);
+    });
   }
 
   /// Groups in lanes, output rows `[oh0, oh1)` of `image`, panels `[first_panel, last_panel)`:

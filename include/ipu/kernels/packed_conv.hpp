@@ -231,13 +231,13 @@ template <int Full, int Vectors, class T>
 /// groups-in-lanes and depthwise paths share.
 template <int Full, int Count, int Vectors, class T, class At>
 [[gnu::always_inline]] inline void finish_tile(const vec (&acc)[Count][Vectors], const epilogue<T>& e, std::int64_t c, int last,
-                                               At&& at, T* out) noexcept {
+                                               At&& at, T* out, int count = Count) noexcept {
   static_assert(Count <= Full);
   channel_terms k[Vectors];
   unroll<Vectors>([&](auto v) { k[v] = terms_of(e, c + v * width, v + 1 < Vectors ? width : last); });
   std::int64_t first[Full];
-  unroll<Full>([&](auto r) { first[r] = at(r) + c; });
-  finish_positions<Full>(acc, Count, e, k, first, last, out);
+  unroll<Full>([&](auto r) { first[r] = r < count ? at(r) + c : 0; });
+  finish_positions<Full>(acc, count, e, k, first, last, out);
 }
 
 /// `Rows` positions by `Vectors` vectors of a dense panel: the sum over `t`'s taps and `k`
@@ -297,6 +297,44 @@ inline tile<Rows, Vectors> depthwise_tile(const input_walk<T>& x, const taps& t,
     }
   tile<Rows, Vectors> out;
   unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { out.acc[r][v] = acc[r][v]; }); });
+  return out;
+}
+
+/// One output position of a gather tile: its input at its first tap, and the weights of that tap.
+template <class T>
+struct lone_position {
+  const T* x;
+  const float* w;
+  std::int64_t p;  ///< the position
+};
+
+/// Positions left alone by the runs (an image's corners, whose kernel rows and columns both
+/// differ from their neighbours'), up to `gather_rows` at a time, for a panel of one vector:
+/// each has windows of `nh` kernel rows by `nw` columns, but from its own first tap. They share
+/// no weights; their independent sums keep the multiply-adds in flight, where one position
+/// alone waits on each one's latency. A wider panel's position has a sum per vector, and stays
+/// alone.
+constexpr int gather_rows = 4;
+
+/// `gather_rows` positions `at[r]` by one vector, each summed in `dense_tile`'s order (kernel
+/// row, kernel column, input channel), so with its bits: tap `(i, j)` of position `r` reads
+/// `at[r].x + i * row + j * pixel` and the weights `at[r].w + (i * kernel_w + j) * k * width`.
+/// Fewer positions repeat the first.
+template <class T>
+inline tile<gather_rows, 1> gather_tile(const lone_position<T>* at, std::int64_t nh, std::int64_t nw, std::int64_t row,
+                                        std::int64_t pixel, std::int64_t kernel_w, std::int64_t k) noexcept {
+  vec acc[gather_rows];
+  unroll<gather_rows>([&](auto r) { acc[r] = simd::zero(); });
+  for (std::int64_t i = 0; i < nh; ++i)
+    for (std::int64_t j = 0; j < nw; ++j) {
+      const std::int64_t xo = i * row + j * pixel, wo = (i * kernel_w + j) * k * width;
+      for (std::int64_t ci = 0; ci < k; ++ci)
+        unroll<gather_rows>([&](auto r) {
+          acc[r] = simd::madd(simd::splat(static_cast<float>(at[r].x[xo + ci])), simd::load(at[r].w + wo + ci * width), acc[r]);
+        });
+    }
+  tile<gather_rows, 1> out;
+  unroll<gather_rows>([&](auto r) { out.acc[r][0] = acc[r]; });
   return out;
 }
 
@@ -454,8 +492,20 @@ class packed_conv {
         panels_per_item_ = panels;
         item_positions = std::max<std::int64_t>(1, positions / panels);
       }
-      chunk_ = std::min(s.positions(), (item_positions + tiles - 1) / tiles * tiles);
-      chunks_ = (s.positions() + chunk_ - 1) / chunk_;
+      if (geometry_.pointwise() && s.in_height == s.out_height() && s.in_width == s.out_width()) {
+        chunk_ = std::min(s.positions(), (item_positions + tiles - 1) / tiles * tiles);
+        chunks_ = (s.positions() + chunk_ - 1) / chunk_;
+      } else {
+        // A window with edges: items of whole output rows of one image, so that the runs
+        // are whole rows and each edge column goes down the item's rows as one run. Items of
+        // a multiple of the tiles' rows cut rows anywhere, and left the edge positions of
+        // their partial rows to tiles of one: with them and without gathered positions,
+        // ResNeXt's grouped 3x3 convolutions on 14x14 and 7x7 (16 and 32 channels per group)
+        // ran 1.2 times slower on 2 threads (`bench_conv_shapes`).
+        row_items_ = true;
+        rows_per_item_ = std::min(s.out_height(), (item_positions + s.out_width() - 1) / s.out_width());
+        chunks_ = s.batch * ((s.out_height() + rows_per_item_ - 1) / rows_per_item_);
+      }
     }
   }
 
@@ -582,16 +632,38 @@ class packed_conv {
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
     const int last = static_cast<int>(pn.channels - (Vectors - 1) * detail::width);  // lanes of the panel's last vector
+    // Positions left alone, gathered by their windows' shape, for a panel of one vector (as
+    // many as a tile's rows, which its epilogue reads up to the gathered count).
+    static_assert(detail::gather_rows <= rows);
+    detail::lone_position<In> lone[rows]{};
+    int lone_count = 0;
+    std::int64_t lone_h = 0, lone_w = 0, row = 0, pixel = 0;
+    const auto flush = [&] {
+      if constexpr (Vectors == 1) {
+        for (int r = lone_count; r < detail::gather_rows; ++r) lone[r] = lone[0];
+        const auto tl = detail::gather_tile(lone, lone_h, lone_w, row, pixel, shape_.kernel.w, cin_);
+        detail::finish_tile<rows>(tl.acc, e, pn.first, last, [&](int r) { return lone[r].p * oc; }, out, lone_count);
+        lone_count = 0;
+      }
+    };
     for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
       const auto finish_tile = [&](const auto& tl) {
         detail::finish_tile<rows>(tl.acc, e, pn.first, last, [&](int r) { return (p + r * ps) * oc; }, out);
       };
       for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
         finish_tile(detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w));
+      if (Vectors == 1 && n == 1) {
+        if (lone_count > 0 && (t.kh1 - t.kh0 != lone_h || t.kw1 - t.kw0 != lone_w)) flush();
+        lone_h = t.kh1 - t.kh0, lone_w = t.kw1 - t.kw0, row = x.row, pixel = x.pixel;
+        lone[lone_count++] = {x.at(t.kh0, t.kw0, 0), w + (t.kh0 * shape_.kernel.w + t.kw0) * cin_ * detail::width, p};
+        if (lone_count == detail::gather_rows) flush();
+        return;
+      }
       detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
         finish_tile(detail::dense_tile<count, Vectors>(x, t, shape_.kernel.w, cin_, w));
       });
     });
+    if (lone_count > 0) flush();
   }
 
   /// f32 input is read in place; f16 input is first widened, the rows the positions read and
@@ -691,8 +763,10 @@ class packed_conv {
   /// the channels of three rows do not: 56x56x144 reads 97 KB). The input is read in place, each
   /// position's channels together; edge positions skip their outside taps.
   void depthwise_runs(const T* in, T* out, const epilogue<T>& e, std::int64_t p0, std::int64_t p1) const {
-    // A band's runs, without allocating: up to 12 for a 3x3 kernel (each row, and each edge
-    // column of up to three sets of rows with the same kernel rows); a larger set goes in parts.
+    // A band's runs, without allocating. For a 3x3 kernel: a run per row, and a run per edge
+    // column of each set of rows with the same kernel rows. That is 12 inside one image
+    // (three sets), and 14 across two (four sets). Smaller images give more sets, and more
+    // runs than the capacity go in parts.
     constexpr std::size_t capacity = 32;
     std::array<position_run, capacity> runs;
     std::size_t count = 0;
@@ -792,6 +866,7 @@ class packed_conv {
   window_geometry geometry_{};
   std::int64_t cin_ = 0, cout_ = 0, panel_channels_ = 0;
   std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;  // positions (or output rows) per item; items per panel group
+  bool row_items_ = false;  // dense items of `rows_per_item_` output rows of one image, not `chunk_` positions
   std::int64_t panel_groups_ = 0, panels_per_item_ = 1;      // consecutive panels per item (groups in lanes, padded)
   bool lanes_ = false, depthwise_ = false, finite_ = true;
   std::vector<panel> panels_;
@@ -809,7 +884,13 @@ void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t
     return run_lanes_padded(in, out, e, first_panel, last_panel, chunk / per_image, oh0,
                             std::min(shape_.out_height(), oh0 + rows_per_item_));
   }
-  const std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
+  std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
+  if (row_items_) {
+    const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_, ow = shape_.out_width();
+    const std::int64_t oh0 = chunk % per_image * rows_per_item_, image = chunk / per_image * shape_.out_height();
+    p0 = (image + oh0) * ow;
+    p1 = (image + std::min(shape_.out_height(), oh0 + rows_per_item_)) * ow;
+  }
   const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
   for (std::int64_t k = first_panel; k < last_panel; ++k) {
     const panel& pn = panels_[static_cast<std::size_t>(k)];

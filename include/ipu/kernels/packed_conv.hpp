@@ -476,9 +476,7 @@ class packed_conv {
       constexpr std::int64_t max_panels_per_item = 4;
       panel_groups_ = (panels + max_panels_per_item - 1) / max_panels_per_item;
       panels_per_item_ = (panels + panel_groups_ - 1) / panel_groups_;
-      const std::int64_t group_positions = std::max<std::int64_t>(1, positions / panels_per_item_);
-      rows_per_item_ = std::min(s.out_height(), (group_positions + s.out_width() - 1) / s.out_width());
-      chunks_ = s.batch * ((s.out_height() + rows_per_item_ - 1) / rows_per_item_);
+      cut_rows(std::max<std::int64_t>(1, positions / panels_per_item_));
     } else {  // items of a multiple of every tile's rows
       // A kernel no larger than the L1 data cache (a 1x1 from a few channels) computes every
       // panel in each item: the item's input, read once from memory, is then read again from
@@ -503,10 +501,25 @@ class packed_conv {
         // ResNeXt's grouped 3x3 convolutions on 14x14 and 7x7 (16 and 32 channels per group)
         // ran 1.2 times slower on 2 threads (`bench_conv_shapes`).
         row_items_ = true;
-        rows_per_item_ = std::min(s.out_height(), (item_positions + s.out_width() - 1) / s.out_width());
-        chunks_ = s.batch * ((s.out_height() + rows_per_item_ - 1) / rows_per_item_);
+        cut_rows(item_positions);
       }
     }
+  }
+
+  /// Items of whole output rows of one image, about `item_positions` positions each.
+  void cut_rows(std::int64_t item_positions) {
+    rows_per_item_ = std::min(shape_.out_height(), (item_positions + shape_.out_width() - 1) / shape_.out_width());
+    chunks_ = shape_.batch * ((shape_.out_height() + rows_per_item_ - 1) / rows_per_item_);
+  }
+
+  /// The image and output rows `[oh0, oh1)` of item `item` (items cut by `cut_rows`).
+  struct item_rows {
+    std::int64_t image, oh0, oh1;
+  };
+  item_rows rows_of(std::int64_t item) const noexcept {
+    const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_;
+    const std::int64_t oh0 = chunk % per_image * rows_per_item_;
+    return {chunk / per_image, oh0, std::min(shape_.out_height(), oh0 + rows_per_item_)};
   }
 
   /// Dense panels: `[tap][ci][panel lane]`, lanes past the panel's channels zero.
@@ -878,18 +891,16 @@ void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t
   if (depthwise_) return run_depthwise(in, out, e, item * chunk_, std::min(shape_.positions(), (item + 1) * chunk_));
   const std::int64_t first_panel = item / chunks_ * panels_per_item_;
   if (lanes_ && finite_) {
-    const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_;
-    const std::int64_t oh0 = chunk % per_image * rows_per_item_;
+    const item_rows r = rows_of(item);
     const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
-    return run_lanes_padded(in, out, e, first_panel, last_panel, chunk / per_image, oh0,
-                            std::min(shape_.out_height(), oh0 + rows_per_item_));
+    return run_lanes_padded(in, out, e, first_panel, last_panel, r.image, r.oh0, r.oh1);
   }
   std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
   if (row_items_) {
-    const std::int64_t per_image = chunks_ / shape_.batch, chunk = item % chunks_, ow = shape_.out_width();
-    const std::int64_t oh0 = chunk % per_image * rows_per_item_, image = chunk / per_image * shape_.out_height();
-    p0 = (image + oh0) * ow;
-    p1 = (image + std::min(shape_.out_height(), oh0 + rows_per_item_)) * ow;
+    const item_rows r = rows_of(item);
+    const std::int64_t first_row = r.image * shape_.out_height();
+    p0 = (first_row + r.oh0) * shape_.out_width();
+    p1 = (first_row + r.oh1) * shape_.out_width();
   }
   const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
   for (std::int64_t k = first_panel; k < last_panel; ++k) {

@@ -271,6 +271,28 @@ inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std
   return out;
 }
 
+/// `Rows` positions by `Vectors` vectors of a dense panel of a 1x1 window, position `r < Rows`
+/// reading its `k` input channels at `at[r]`: `dense_tile`'s sums, so with its bits, for
+/// positions whose pixels are anywhere (the ends of the rows of a strided 1x1 convolution,
+/// gathered across rows).
+template <int Rows, int Vectors, class T>
+inline tile<Rows, Vectors> pixels_tile(const T* const* at, std::int64_t k, const float* w) noexcept {
+  constexpr std::int64_t panel = Vectors * width;
+  vec acc[Rows][Vectors];
+  unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { acc[r][v] = simd::zero(); }); });
+  for (std::int64_t ci = 0; ci < k; ++ci, w += panel) {
+    vec wv[Vectors];
+    unroll<Vectors>([&](auto v) { wv[v] = simd::load(w + v * width); });
+    unroll<Rows>([&](auto r) {
+      const vec b = simd::splat(static_cast<float>(at[r][ci]));
+      unroll<Vectors>([&](auto v) { acc[r][v] = simd::madd(b, wv[v], acc[r][v]); });
+    });
+  }
+  tile<Rows, Vectors> out;
+  unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { out.acc[r][v] = acc[r][v]; }); });
+  return out;
+}
+
 /// `Rows` positions by `Vectors` vectors of consecutive channels of a depthwise convolution
 /// (one input channel per output channel): tap by tap, each input vector times its channels'
 /// weights, `w[v * w_step + tap * width + lane]`; the last vector loads `last` lanes where
@@ -490,7 +512,7 @@ class packed_conv {
         panels_per_item_ = panels;
         item_positions = std::max<std::int64_t>(1, positions / panels);
       }
-      if (geometry_.pointwise() && s.in_height == s.out_height() && s.in_width == s.out_width()) {
+      if (geometry_.one_to_one()) {
         chunk_ = std::min(s.positions(), (item_positions + tiles - 1) / tiles * tiles);
         chunks_ = (s.positions() + chunk_ - 1) / chunk_;
       } else {
@@ -583,7 +605,7 @@ class packed_conv {
   void for_each_run(const source<In>& in, std::int64_t p0, std::int64_t p1, F&& tile) const {
     const window_geometry& g = geometry_;
     const std::int64_t c = in.pixel, row = g.in_width * c, ow_n = g.out_width;
-    if (g.pointwise() && g.in_height == g.out_height && g.in_width == g.out_width) {
+    if (g.one_to_one()) {
       if (p0 < p1) tile(detail::input_walk<In>{in.data, (p0 - in.first_pixel) * c + in.offset, c, row, c}, detail::taps{0, 1, 0, 1}, p0, p1 - p0, 1);
       return;
     }
@@ -659,12 +681,35 @@ class packed_conv {
         lone_count = 0;
       }
     };
+    // A strided 1x1 window's runs are its output rows, and a row's last positions short of a
+    // whole tile are gathered with the next rows' into whole tiles: ResNet's 1x1 convolutions
+    // at stride 2 have rows of 28, 14 and 7 positions, 4, 2 and 1 past the 6-row tiles of
+    // their 4-vector panels, and a tile of 4 rows took 2.3 times a 6-row tile's time per
+    // multiply-add (`perf`, 56x56x256->512 at stride 2, one thread).
+    const bool gather_ends = shape_.kernel.area() == 1 && !geometry_.one_to_one();
+    const In* end_x[rows]{};
+    std::int64_t end_p[rows]{};
+    int end_count = 0;
+    const auto flush_ends = [&] {
+      detail::with_count<rows>(end_count, [&](auto count) {
+        const auto tl = detail::pixels_tile<count, Vectors>(end_x, cin_, w);
+        detail::finish_tile<rows>(tl.acc, e, pn.first, last, [&](int r) { return end_p[r] * oc; }, out);
+      });
+      end_count = 0;
+    };
     for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
       const auto finish_tile = [&](const auto& tl) {
         detail::finish_tile<rows>(tl.acc, e, pn.first, last, [&](int r) { return (p + r * ps) * oc; }, out);
       };
       for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
         finish_tile(detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w));
+      if (gather_ends) {
+        for (int r = 0; r < n; ++r) {
+          end_x[end_count] = x.at(0, 0, r), end_p[end_count] = p + r * ps;
+          if (++end_count == rows) flush_ends();
+        }
+        return;
+      }
       if (Vectors == 1 && n == 1) {
         if (lone_count > 0 && (t.kh1 - t.kh0 != lone_h || t.kw1 - t.kw0 != lone_w)) flush();
         lone_h = t.kh1 - t.kh0, lone_w = t.kw1 - t.kw0, row = x.row, pixel = x.pixel;
@@ -677,6 +722,7 @@ class packed_conv {
       });
     });
     if (lone_count > 0) flush();
+    if (end_count > 0) flush_ends();
   }
 
   /// f32 input is read in place; f16 input is first widened, the rows the positions read and
@@ -687,11 +733,11 @@ class packed_conv {
     if constexpr (std::same_as<T, float>) {
       dense_runs<Vectors>(source<float>{in, 0, shape_.in_channels, pn.in_first}, out, e, pn, p0, p1);
     } else {
-      // The pixels read: exactly the positions' for a 1x1 convolution at stride 1, else whole rows.
-      const bool pointwise = geometry_.pointwise();
+      // The pixels read: exactly the positions' where position `p` reads pixel `p`, else whole rows.
+      const bool one_to_one = geometry_.one_to_one();
       const auto [r0, r1] = geometry_.input_rows(p0, p1);
-      const std::int64_t first = pointwise ? p0 : r0 * shape_.in_width;
-      const std::int64_t pixels = pointwise ? p1 - p0 : (r1 - r0) * shape_.in_width;
+      const std::int64_t first = one_to_one ? p0 : r0 * shape_.in_width;
+      const std::int64_t pixels = one_to_one ? p1 - p0 : (r1 - r0) * shape_.in_width;
       thread_local std::vector<float> widened;
       widened.resize(static_cast<std::size_t>(pixels * cin_));
       const auto widen_run = [](const T* from, float* to, std::int64_t count) {

@@ -160,8 +160,11 @@ struct window_geometry {
   constexpr std::int64_t span_h() const noexcept { return dilation_h * (kernel_h - 1) + 1; }
   /// Columns the window spans: `dilation_w * (kernel_w - 1) + 1`.
   constexpr std::int64_t span_w() const noexcept { return dilation_w * (kernel_w - 1) + 1; }
-  /// True for a 1x1 window at stride 1: each output reads its own input pixel.
+  /// True for a 1x1 window at stride 1: each output reads the input pixel at its own place
+  /// (none where that place is padding).
   constexpr bool pointwise() const noexcept { return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1; }
+  /// True for a 1x1 window at stride 1 without padding: output position `p` reads input pixel `p`.
+  constexpr bool one_to_one() const noexcept { return pointwise() && in_height == out_height && in_width == out_width; }
 
   /// Cells of output position `p`'s window inside the padded image (the image and its
   /// padding): PyTorch's divisor for an average that counts padding (`count_include_pad`).

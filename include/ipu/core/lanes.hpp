@@ -83,8 +83,13 @@ typename L::value relu6(typename L::value x) noexcept {
 /// Above 127.49 ln 2 (88.37), where `2^n` would leave the normal floats, the result is +inf;
 /// below -126 ln 2 (-87.34) it is +0 (the results there are subnormal: f32's `std::exp` gives
 /// at most 1.2e-38). A NaN gives NaN.
+///
+/// `exp`, `sigmoid` and `silu` are always inlined: a convolution's epilogue applies them to
+/// each vector of a register tile, and a call there made the compiler store and reload the
+/// tile's other accumulators around it (the x86-64 System V ABI preserves no vector register
+/// across a call). A 1x1 convolution from 16 channels with SiLU ran 1.1 to 1.3 times faster.
 template <class L>
-typename L::value exp(typename L::value x) noexcept {
+[[gnu::always_inline]] inline typename L::value exp(typename L::value x) noexcept {
   using V = typename L::value;
   const V round = L::splat(12582912.0f);  // 1.5 * 2^23: a sum with it keeps no fraction
   const V t = L::madd(x, L::splat(1.44269504088896341f), round);
@@ -107,7 +112,7 @@ inline float exp(float x) noexcept { return exp<scalar_lanes>(x); }
 
 /// The logistic sigmoid on lanes `L`: `1 / (1 + e^-x)`, `e^x` as `exp<L>` (`ops::sigmoid`).
 template <class L>
-typename L::value sigmoid(typename L::value x) noexcept {
+[[gnu::always_inline]] inline typename L::value sigmoid(typename L::value x) noexcept {
   const auto one = L::splat(1.0f);
   return L::div(one, L::add(one, exp<L>(L::sub(L::splat(0.0f), x))));
 }
@@ -115,7 +120,7 @@ typename L::value sigmoid(typename L::value x) noexcept {
 /// The sigmoid-weighted linear unit on lanes `L`: `x / (1 + e^-x)`, `e^x` as `exp<L>`
 /// (`ops::silu`, and a convolution's epilogue that fuses it).
 template <class L>
-typename L::value silu(typename L::value x) noexcept {
+[[gnu::always_inline]] inline typename L::value silu(typename L::value x) noexcept {
   return L::div(x, L::add(L::splat(1.0f), exp<L>(L::sub(L::splat(0.0f), x))));
 }
 

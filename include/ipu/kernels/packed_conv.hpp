@@ -177,32 +177,42 @@ struct channel_terms {
   vec bias, scale, shift;
 };
 
-/// The terms of output channels `[c, c + n)`; lanes past `n` are not read.
-template <class T>
-[[gnu::always_inline]] inline channel_terms terms_of(const epilogue<T>& e, std::int64_t c, int n) noexcept {
-  return {e.bias != nullptr ? simd::load(e.bias + c, n) : simd::zero(), e.scale != nullptr ? simd::load(e.scale + c, n) : simd::zero(),
-          e.scale != nullptr ? simd::load(e.shift + c, n) : simd::zero()};
-}
+/// What a tile's epilogue reads of a panel of `Vectors` vectors from output channel `c`, the
+/// last vector `last` lanes wide: the epilogue, and each vector's channel terms, loaded once
+/// per panel rather than once per tile.
+template <int Vectors, class T>
+struct panel_epilogue {
+  epilogue<T> e;
+  channel_terms k[Vectors];
+  std::int64_t c;
+  int last;
+
+  panel_epilogue(const epilogue<T>& epi, std::int64_t first, int last_lanes) noexcept : e(epi), c(first), last(last_lanes) {
+    unroll<Vectors>([&](auto v) {
+      const int n = v + 1 < Vectors ? width : last;
+      k[v] = {e.bias != nullptr ? simd::load(e.bias + c + v * width, n) : simd::zero(),
+              e.scale != nullptr ? simd::load(e.scale + c + v * width, n) : simd::zero(),
+              e.scale != nullptr ? simd::load(e.shift + c + v * width, n) : simd::zero()};
+    });
+  }
+};
 
 /// The epilogue of `count` positions (at most `Full`) by `Vectors` vectors, `acc[r][v]` stored
-/// at `out + first[r] + v * width` with its channels' terms `k[v]`, the last vector `last` lanes
-/// wide: `epilogue`'s steps in order (bias, rounding to `T`, scale and shift, residual,
-/// activation), each one pass over a position's vectors, so that its test is made once per
-/// position rather than once per vector. Everything the passes read is copied first: the
-/// intrinsics' unaligned stores may alias any object, so a field read after one is read again
-/// from memory. Flattened and unrolled, so that the vectors stay in registers whatever the
-/// inliner's budget; one function per whole tile's shape, which the smaller tiles at the ends
-/// of runs share (one per smaller tile made the kernels' translation unit compile 1.25 times
-/// as long).
+/// at `out + first[r] + v * width` with its channels' terms `pe.k[v]`: `epilogue`'s steps in
+/// order (bias, rounding to `T`, scale and shift, residual, activation), each one pass over a
+/// position's vectors, so that its test is made once per position rather than once per vector.
+/// Everything the passes read is copied first: the intrinsics' unaligned stores may alias any
+/// object, so a field read after one is read again from memory. Unrolled; inlined in the
+/// flattened functions that call it (`whole_tile`, `finish_positions`).
 template <int Full, int Vectors, class T>
-[[gnu::flatten]] inline void finish_positions(const vec (*acc)[Vectors], int count, const epilogue<T>& epi,
-                                              const channel_terms (&terms)[Vectors], const std::int64_t (&offsets)[Full], int last,
-                                              T* out) noexcept {
+inline void epilogue_positions(const vec (*acc)[Vectors], int count, const panel_epilogue<Vectors, T>& pe,
+                               const std::int64_t (&offsets)[Full], T* out) noexcept {
+  const int last = pe.last;
   const auto lanes = [&](int v) { return v + 1 < Vectors ? width : last; };
-  const epilogue<T> e = epi;
+  const epilogue<T> e = pe.e;
   channel_terms k[Vectors];
   std::int64_t first[Full];
-  unroll<Vectors>([&](auto v) { k[v] = terms[v]; });
+  unroll<Vectors>([&](auto v) { k[v] = pe.k[v]; });
   unroll<Full>([&](auto r) { first[r] = offsets[r]; });
   unroll<Full>([&](auto r) {
     if (r >= count) return;
@@ -224,20 +234,40 @@ template <int Full, int Vectors, class T>
   });
 }
 
+/// `epilogue_positions` out of line and flattened, for the smaller tiles at the ends of runs,
+/// whose accumulators it reads from memory: one function per whole tile's shape, which they
+/// share (one per smaller tile made the kernels' translation unit compile 1.25 times as long).
+template <int Full, int Vectors, class T>
+[[gnu::flatten]] inline void finish_positions(const vec (*acc)[Vectors], int count, const panel_epilogue<Vectors, T>& pe,
+                                              const std::int64_t (&offsets)[Full], T* out) noexcept {
+  epilogue_positions<Full>(acc, count, pe, offsets, out);
+}
+
 /// The epilogue of a tile's `Count` positions (at most `Full`, a whole tile's) by `Vectors`
 /// vectors, position `r` at output element `at(r)` plus its vector's channels (channel
-/// `c + v * width` of the whole output), the last vector `last` lanes wide: each vector's
-/// channel terms and each position's offset, then `finish_positions`, which the dense,
-/// groups-in-lanes and depthwise paths share.
+/// `pe.c + v * width` of the whole output): each position's offset, then `finish_positions`,
+/// which the dense, groups-in-lanes and depthwise paths share.
 template <int Full, int Count, int Vectors, class T, class At>
-[[gnu::always_inline]] inline void finish_tile(const vec (&acc)[Count][Vectors], const epilogue<T>& e, std::int64_t c, int last,
-                                               At&& at, T* out, int count = Count) noexcept {
+[[gnu::always_inline]] inline void finish_tile(const vec (&acc)[Count][Vectors], const panel_epilogue<Vectors, T>& pe, At&& at, T* out,
+                                               int count = Count) noexcept {
   static_assert(Count <= Full);
-  channel_terms k[Vectors];
-  unroll<Vectors>([&](auto v) { k[v] = terms_of(e, c + v * width, v + 1 < Vectors ? width : last); });
   std::int64_t first[Full];
-  unroll<Full>([&](auto r) { first[r] = r < count ? at(r) + c : 0; });
-  finish_positions<Full>(acc, count, e, k, first, last, out);
+  unroll<Full>([&](auto r) { first[r] = r < count ? at(r) + pe.c : 0; });
+  finish_positions<Full>(acc, count, pe, first, out);
+}
+
+/// A whole tile: `compute()`'s `Full` positions by `Vectors` vectors, and their epilogue
+/// (`finish_tile`'s), in one flattened function, so that the accumulators go from the
+/// multiply-adds to the epilogue in registers. Through memory, a tile of a 1x1 convolution
+/// from 16 channels (6 positions by 4 vectors: about 200 cycles of multiply-adds) paid about
+/// 100 cycles more, and MobileNetV2's 112x112x16->96 ran 1.2 to 2.2 times slower on one
+/// thread (docs/kernels.md, "Fusion").
+template <int Full, int Vectors, class T, class Compute, class At>
+[[gnu::flatten]] void whole_tile(Compute&& compute, const panel_epilogue<Vectors, T>& pe, At&& at, T* out) noexcept {
+  const auto tl = compute();
+  std::int64_t first[Full];
+  unroll<Full>([&](auto r) { first[r] = at(r) + pe.c; });
+  epilogue_positions<Full>(tl.acc, Full, pe, first, out);
 }
 
 /// `Rows` positions by `Vectors` vectors of a dense panel: the sum over `t`'s taps and `k`
@@ -247,6 +277,23 @@ struct tile {
   vec acc[Rows][Vectors];
 };
 
+/// Adds to `acc` the sums over `k` input channels of `Rows` positions by `Vectors` vectors,
+/// position `r` reading channel `ci` at `pixel(r)[ci]`, weights `w[ci][panel lane]`: each
+/// input value broadcast to every lane, in channel order. `dense_tile` sums each tap with it,
+/// `pixels_tile` its one tap.
+template <int Rows, int Vectors, class Pixel>
+[[gnu::always_inline]] inline void add_channels(vec (&acc)[Rows][Vectors], Pixel&& pixel, std::int64_t k, const float* w) noexcept {
+  constexpr std::int64_t panel = Vectors * width;
+  for (std::int64_t ci = 0; ci < k; ++ci, w += panel) {
+    vec wv[Vectors];
+    unroll<Vectors>([&](auto v) { wv[v] = simd::load(w + v * width); });
+    unroll<Rows>([&](auto r) {
+      const vec b = simd::splat(static_cast<float>(pixel(r)[ci]));
+      unroll<Vectors>([&](auto v) { acc[r][v] = simd::madd(b, wv[v], acc[r][v]); });
+    });
+  }
+}
+
 template <int Rows, int Vectors, class T>
 inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel_w, std::int64_t k,
                                       const float* w) noexcept {
@@ -255,16 +302,8 @@ inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std
   unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { acc[r][v] = simd::zero(); }); });
   for (std::int64_t kh = t.kh0; kh < t.kh1; ++kh)
     for (std::int64_t kw = t.kw0; kw < t.kw1; ++kw) {
-      const float* wt = w + (kh * kernel_w + kw) * k * panel;
       const T* xt = x.at(kh, kw, 0);
-      for (std::int64_t ci = 0; ci < k; ++ci, wt += panel) {
-        vec wv[Vectors];
-        unroll<Vectors>([&](auto v) { wv[v] = simd::load(wt + v * width); });
-        unroll<Rows>([&](auto r) {
-          const vec b = simd::splat(static_cast<float>(xt[r * x.step + ci]));
-          unroll<Vectors>([&](auto v) { acc[r][v] = simd::madd(b, wv[v], acc[r][v]); });
-        });
-      }
+      add_channels(acc, [&](int r) { return xt + r * x.step; }, k, w + (kh * kernel_w + kw) * k * panel);
     }
   tile<Rows, Vectors> out;
   unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { out.acc[r][v] = acc[r][v]; }); });
@@ -277,17 +316,9 @@ inline tile<Rows, Vectors> dense_tile(const input_walk<T>& x, const taps& t, std
 /// gathered across rows).
 template <int Rows, int Vectors, class T>
 inline tile<Rows, Vectors> pixels_tile(const T* const* at, std::int64_t k, const float* w) noexcept {
-  constexpr std::int64_t panel = Vectors * width;
   vec acc[Rows][Vectors];
   unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { acc[r][v] = simd::zero(); }); });
-  for (std::int64_t ci = 0; ci < k; ++ci, w += panel) {
-    vec wv[Vectors];
-    unroll<Vectors>([&](auto v) { wv[v] = simd::load(w + v * width); });
-    unroll<Rows>([&](auto r) {
-      const vec b = simd::splat(static_cast<float>(at[r][ci]));
-      unroll<Vectors>([&](auto v) { acc[r][v] = simd::madd(b, wv[v], acc[r][v]); });
-    });
-  }
+  add_channels(acc, [&](int r) { return at[r]; }, k, w);
   tile<Rows, Vectors> out;
   unroll<Rows>([&](auto r) { unroll<Vectors>([&](auto v) { out.acc[r][v] = acc[r][v]; }); });
   return out;
@@ -485,11 +516,17 @@ class packed_conv {
       // A quarter of the others' work: nothing is copied per item, so a smaller item costs
       // little, and a small layer (7x7x960, 3.4 MFLOP) still makes items for every thread.
       // MobileNetV2's depthwise layers on 2 threads ran 1.1 to 1.4 times faster than with
-      // whole-size items (`bench_conv_shapes`).
+      // whole-size items (`bench_conv_shapes`). Rounded up to whole bands of
+      // `depthwise_rows` output rows, so that each edge column of an item fills whole tiles
+      // as its interior rows do: with items of one or two rows, an edge column was a tile of
+      // one or two positions, and the depthwise layers of MobileNetV2 and EfficientNet-B0 ran
+      // 0.95 to 1.3 times as fast on 2 threads (most 1.05 to 1.15).
       constexpr std::int64_t quarter = 4;
       panel_groups_ = 1;
       const std::int64_t item_positions = std::max<std::int64_t>(1, positions / panels / quarter);
-      chunk_ = std::min(s.positions(), (item_positions + s.out_width() - 1) / s.out_width() * s.out_width());
+      const std::int64_t item_rows = (item_positions + s.out_width() - 1) / s.out_width();
+      constexpr std::int64_t band = detail::depthwise_rows;
+      chunk_ = std::min(s.positions(), (item_rows + band - 1) / band * band * s.out_width());
       chunks_ = (s.positions() + chunk_ - 1) / chunk_;
     } else if (lanes_ && finite_) {  // items of whole output rows of one image, by up to four consecutive panels
       // An input pixel's channels of consecutive panels lie side by side: copied into the
@@ -667,6 +704,7 @@ class packed_conv {
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
     const int last = static_cast<int>(pn.channels - (Vectors - 1) * detail::width);  // lanes of the panel's last vector
+    const detail::panel_epilogue<Vectors, T> pe(e, pn.first, last);
     // Positions left alone, gathered by their windows' shape, for a panel of one vector (as
     // many as a tile's rows, which its epilogue reads up to the gathered count).
     static_assert(detail::gather_rows <= rows);
@@ -677,7 +715,7 @@ class packed_conv {
       if constexpr (Vectors == 1) {
         for (int r = lone_count; r < detail::gather_rows; ++r) lone[r] = lone[0];
         const auto tl = detail::gather_tile(lone, lone_h, lone_w, row, pixel, shape_.kernel.w, cin_);
-        detail::finish_tile<rows>(tl.acc, e, pn.first, last, [&](int r) { return lone[r].p * oc; }, out, lone_count);
+        detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return lone[r].p * oc; }, out, lone_count);
         lone_count = 0;
       }
     };
@@ -692,17 +730,22 @@ class packed_conv {
     int end_count = 0;
     const auto flush_ends = [&] {
       detail::with_count<rows>(end_count, [&](auto count) {
-        const auto tl = detail::pixels_tile<count, Vectors>(end_x, cin_, w);
-        detail::finish_tile<rows>(tl.acc, e, pn.first, last, [&](int r) { return end_p[r] * oc; }, out);
+        const auto at = [&](int r) { return end_p[r] * oc; };
+        if constexpr (count == rows) {
+          detail::whole_tile<rows>([&] { return detail::pixels_tile<rows, Vectors>(end_x, cin_, w); }, pe, at, out);
+        } else {
+          detail::finish_tile<rows>(detail::pixels_tile<count, Vectors>(end_x, cin_, w).acc, pe, at, out);
+        }
       });
       end_count = 0;
     };
     for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
       const auto finish_tile = [&](const auto& tl) {
-        detail::finish_tile<rows>(tl.acc, e, pn.first, last, [&](int r) { return (p + r * ps) * oc; }, out);
+        detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return (p + r * ps) * oc; }, out);
       };
       for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
-        finish_tile(detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w));
+        detail::whole_tile<rows>([&] { return detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w); }, pe,
+                                 [&](int r) { return (p + r * ps) * oc; }, out);
       if (gather_ends) {
         for (int r = 0; r < n; ++r) {
           end_x[end_count] = x.at(0, 0, r), end_p[end_count] = p + r * ps;
@@ -773,12 +816,13 @@ class packed_conv {
     constexpr int rows = detail::lanes_rows;
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
-    const int lanes = static_cast<int>(pn.channels);
+    const detail::panel_epilogue<1, T> pe(e, pn.first, static_cast<int>(pn.channels));
     const auto finish_tile = [&](const auto& tl) {
-      detail::finish_tile<rows>(tl.acc, e, pn.first, lanes, [&](int r) { return (p + r * ps) * oc; }, out);
+      detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return (p + r * ps) * oc; }, out);
     };
     for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
-      finish_tile(detail::lanes_tile<Group, rows>(x, t, shape_.kernel.w, loaded, w));
+      detail::whole_tile<rows>([&] { return detail::lanes_tile<Group, rows>(x, t, shape_.kernel.w, loaded, w); }, pe,
+                               [&](int r) { return (p + r * ps) * oc; }, out);
     detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
       finish_tile(detail::lanes_tile<Group, count>(x, t, shape_.kernel.w, loaded, w));
     });
@@ -853,15 +897,17 @@ class packed_conv {
       const panel& pn = panels_[static_cast<std::size_t>(first)];
       const float* w = weights_.data() + pn.offset;
       const int lanes = Partial ? last : detail::width;
+      const detail::panel_epilogue<v_n, T> pe(e, pn.first, lanes);
       for (const position_run& piece : runs) {
         detail::input_walk<T> x = piece.walk;
         x.base += pn.in_first;
         std::int64_t q = piece.p, left = piece.n;
         const auto finish_tile = [&](const auto& tl) {
-          detail::finish_tile<rows>(tl.acc, e, pn.first, lanes, [&](int r) { return (q + r * piece.ps) * oc; }, out);
+          detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return (q + r * piece.ps) * oc; }, out);
         };
         for (; left >= rows; left -= rows, q += rows * piece.ps, x.base += rows * x.step)
-          finish_tile(detail::depthwise_tile<rows, v_n, Partial>(x, piece.t, shape_.kernel.w, lanes, w, w_step));
+          detail::whole_tile<rows>([&] { return detail::depthwise_tile<rows, v_n, Partial>(x, piece.t, shape_.kernel.w, lanes, w, w_step); },
+                                   pe, [&](int r) { return (q + r * piece.ps) * oc; }, out);
         detail::with_count<rows - 1>(static_cast<int>(left), [&](auto count) {
           finish_tile(detail::depthwise_tile<count, v_n, Partial>(x, piece.t, shape_.kernel.w, lanes, w, w_step));
         });

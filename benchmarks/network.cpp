@@ -3,7 +3,8 @@
 // (224x224x3), each with the same weights (`ipu::weights<G>::random(42)`) and input
 // everywhere. Images per second (`network/<model>/<impl>`) of:
 // - `ipu_f32`, `ipu_f16`: `ipu::engine` on one Mk2 at availableMemoryProportion 0.3 (the
-//   example's configuration), fast mode, f32 or f16 storage (f16 for ResNeXt only);
+//   example's configuration), fast mode, f32 or f16 storage (f16 for ResNeXt only), made once
+//   for the program;
 // - `onednn`: the same network as a list of oneDNN primitives in f32, NHWC, built by walking
 //   the node table (`onednn_network` below): each conv or dense layer with its batch norm
 //   folded into weights and bias, a residual add as a sum post-op and the activation after it
@@ -102,7 +103,9 @@ void set_counters(benchmark::State& state, std::int64_t batch, unsigned threads)
 template <class Model, class T>
 void bench_ipu(benchmark::State& state, unsigned threads) {
   using G = typename Model::template graph<T>;
-  ipu::engine<G, ipu::mk2, seed_options> engine{ipu::weights<G>::random(weight_seed), {ipu::execution_mode::fast, threads}};
+  // Made at the first repetition and kept, as a program keeps its engine and its threads (and
+  // as oneDNN's OpenMP threads persist): the repetitions run interleaved with oneDNN's.
+  static ipu::engine<G, ipu::mk2, seed_options> engine{ipu::weights<G>::random(weight_seed), {ipu::execution_mode::fast, threads}};
   ipu::input_tensor_t<G> x;
   const std::vector<float> values = input_batch<Model>();
   std::transform(values.begin(), values.end(), x.begin(), [](float v) { return static_cast<T>(v); });

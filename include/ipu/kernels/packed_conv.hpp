@@ -520,7 +520,7 @@ class packed_conv {
       // `depthwise_rows` output rows, so that each edge column of an item fills whole tiles
       // as its interior rows do: with items of one or two rows, an edge column was a tile of
       // one or two positions, and the depthwise layers of MobileNetV2 and EfficientNet-B0 ran
-      // 0.95 to 1.3 times as fast on 2 threads (most 1.05 to 1.15).
+      // 0.95 to 1.3 times as fast on 2 threads (most 1.02 to 1.13).
       constexpr std::int64_t quarter = 4;
       panel_groups_ = 1;
       const std::int64_t item_positions = std::max<std::int64_t>(1, positions / panels / quarter);
@@ -740,12 +740,10 @@ class packed_conv {
       end_count = 0;
     };
     for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
-      const auto finish_tile = [&](const auto& tl) {
-        detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return (p + r * ps) * oc; }, out);
-      };
+      const auto at = [&](int r) { return (p + r * ps) * oc; };
+      const auto finish_tile = [&](const auto& tl) { detail::finish_tile<rows>(tl.acc, pe, at, out); };
       for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
-        detail::whole_tile<rows>([&] { return detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w); }, pe,
-                                 [&](int r) { return (p + r * ps) * oc; }, out);
+        detail::whole_tile<rows>([&] { return detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w); }, pe, at, out);
       if (gather_ends) {
         for (int r = 0; r < n; ++r) {
           end_x[end_count] = x.at(0, 0, r), end_p[end_count] = p + r * ps;
@@ -817,12 +815,10 @@ class packed_conv {
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
     const detail::panel_epilogue<1, T> pe(e, pn.first, static_cast<int>(pn.channels));
-    const auto finish_tile = [&](const auto& tl) {
-      detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return (p + r * ps) * oc; }, out);
-    };
+    const auto at = [&](int r) { return (p + r * ps) * oc; };
+    const auto finish_tile = [&](const auto& tl) { detail::finish_tile<rows>(tl.acc, pe, at, out); };
     for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
-      detail::whole_tile<rows>([&] { return detail::lanes_tile<Group, rows>(x, t, shape_.kernel.w, loaded, w); }, pe,
-                               [&](int r) { return (p + r * ps) * oc; }, out);
+      detail::whole_tile<rows>([&] { return detail::lanes_tile<Group, rows>(x, t, shape_.kernel.w, loaded, w); }, pe, at, out);
     detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
       finish_tile(detail::lanes_tile<Group, count>(x, t, shape_.kernel.w, loaded, w));
     });
@@ -902,12 +898,11 @@ class packed_conv {
         detail::input_walk<T> x = piece.walk;
         x.base += pn.in_first;
         std::int64_t q = piece.p, left = piece.n;
-        const auto finish_tile = [&](const auto& tl) {
-          detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return (q + r * piece.ps) * oc; }, out);
-        };
+        const auto at = [&](int r) { return (q + r * piece.ps) * oc; };
+        const auto finish_tile = [&](const auto& tl) { detail::finish_tile<rows>(tl.acc, pe, at, out); };
         for (; left >= rows; left -= rows, q += rows * piece.ps, x.base += rows * x.step)
           detail::whole_tile<rows>([&] { return detail::depthwise_tile<rows, v_n, Partial>(x, piece.t, shape_.kernel.w, lanes, w, w_step); },
-                                   pe, [&](int r) { return (q + r * piece.ps) * oc; }, out);
+                                   pe, at, out);
         detail::with_count<rows - 1>(static_cast<int>(left), [&](auto count) {
           finish_tile(detail::depthwise_tile<count, v_n, Partial>(x, piece.t, shape_.kernel.w, lanes, w, w_step));
         });

@@ -197,6 +197,10 @@ struct panel_epilogue {
   }
 };
 
+/// The most positions of a tile whose epilogue goes step by step (`epilogue_positions`): the
+/// tiles of 6 rows (dense 6x4, depthwise, and AVX2's), not those of 12.
+constexpr int epilogue_step_positions = 6;
+
 /// `epilogue_positions`' steps for a small tile: each step one pass over every position, so
 /// that its test is made once per tile and the tile's values stay in registers from step to
 /// step. With a test per position, GCC kept a 6x4 tile's values and channel terms in memory,
@@ -268,8 +272,9 @@ inline void epilogue_by_position(const vec (*acc)[Vectors], int count, const epi
 /// The epilogue of `count` positions (at most `Full`) by `Vectors` vectors, `acc[r][v]` stored
 /// at `out + offsets[r] + v * width` with its channels' terms `pe.k[v]`: `epilogue`'s steps in
 /// order (bias, rounding to `T`, scale and shift, residual, activation), by step for a tile of
-/// at most 6 positions (the 6x4 tiles of 1x1 convolutions from a few channels and the
-/// depthwise tiles ran 1.1 to 1.25 times as fast as by position), by position for a larger one.
+/// at most `epilogue_step_positions` (the 6x4 tiles of 1x1 convolutions from a few channels
+/// and the depthwise tiles ran 1.1 to 1.25 times as fast as by position), by position for a
+/// larger one.
 /// Everything the steps read is copied first: the intrinsics' unaligned stores may alias any
 /// object, so a field read after one is read again from memory. Unrolled; inlined in the
 /// flattened functions that call it (`whole_tile`, `finish_positions`).
@@ -282,7 +287,7 @@ inline void epilogue_positions(const vec (*acc)[Vectors], int count, const panel
   std::int64_t first[Full];
   unroll<Vectors>([&](auto v) { k[v] = pe.k[v]; });
   unroll<Full>([&](auto r) { first[r] = offsets[r]; });
-  if constexpr (Full <= 6) {
+  if constexpr (Full <= epilogue_step_positions) {
     epilogue_by_step<Full>(acc, count, e, k, last, first, out);
   } else {
     epilogue_by_position<Full>(acc, count, e, k, last, first, out);

@@ -24,6 +24,7 @@
 ///   weights in place, read from the input directly, so each position's channels are read and
 ///   written together.
 
+#include <ipu/core/aligned.hpp>
 #include <ipu/kernels/simd.hpp>
 #include <ipu/kernels/views.hpp>
 
@@ -839,7 +840,7 @@ class packed_conv {
       const auto [r0, r1] = geometry_.input_rows(p0, p1);
       const std::int64_t first = one_to_one ? p0 : r0 * shape_.in_width;
       const std::int64_t pixels = one_to_one ? p1 - p0 : (r1 - r0) * shape_.in_width;
-      thread_local std::vector<float> widened;
+      thread_local aligned_vector<float> widened;
       widened.resize(static_cast<std::size_t>(pixels * cin_));
       const auto widen_run = [](const T* from, float* to, std::int64_t count) {
         for (std::int64_t c = 0; c < count; c += detail::width) {
@@ -990,7 +991,7 @@ class packed_conv {
     const std::int64_t iw0 = -g.pad_left, cols = (g.out_width - 1) * g.stride_w + g.span_w();
     const std::int64_t plane = height * cols * w_lanes;  // one panel's window
     const auto at = [&](std::int64_t p) -> const panel& { return panels_[static_cast<std::size_t>(p)]; };
-    thread_local std::vector<float> window;  // (panel, height, cols, lanes), zero outside the image
+    thread_local aligned_vector<float> window;  // (panel, height, cols, lanes), zero outside the image
     window.resize(static_cast<std::size_t>((last_panel - first_panel) * plane));
     // Window columns `[c0, c1)` lie inside the image; each cell is written once, a zero or a copy.
     const std::int64_t c0 = std::min(cols, -iw0), c1 = std::max(c0, std::min(cols, g.in_width - iw0));
@@ -1030,7 +1031,7 @@ class packed_conv {
   std::int64_t panel_groups_ = 0, panels_per_item_ = 1;      // consecutive panels per item (groups in lanes, padded)
   bool lanes_ = false, depthwise_ = false, finite_ = true;
   std::vector<panel> panels_;
-  std::vector<float> weights_;
+  aligned_vector<float> weights_;
 };
 
 template <class T>

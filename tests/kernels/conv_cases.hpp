@@ -166,6 +166,11 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv matches the reference and the scala
       {"1x7 dilation 1x2 padded 0,0,6,5 8->8 on 5x12", with(shape(5, 12, 8, 8, hw{1, 7}), hw{1, 2}, explicit_padding(0, 0, 6, 5))},
       {"depthwise 3x3 dilation 2 16 channels on 9x8", with(shape(9, 8, 16, 16, 3, 1, 16), 2)},
       {"3x5/2x1 dilation 2x3 32->32 8 groups of 4 on 10x17", with(shape(10, 17, 32, 32, hw{3, 5}, hw{2, 1}, 8), hw{2, 3})},
+      // Groups in lanes at stride 1, whose window's rows share their padding columns: more
+      // padding on one side than the other, and none on the other.
+      {"3x3 dilation 2 32->32 2 groups of 16 on 9x10", with(shape(9, 10, 32, 32, 3, 1, 2), 2)},
+      {"3x3 padded 0,2,2,0 32->32 8 groups of 4 on 7x9", with(shape(7, 9, 32, 32, 3, 1, 8), 1, explicit_padding(0, 2, 2, 0))},
+      {"1x5 padded 0,0,0,4 48->48 6 groups of 8 on 5x6", with(shape(5, 6, 48, 48, hw{1, 5}, 1, 6), 1, explicit_padding(0, 0, 0, 4))},
   };
   for (const named_shape& c : shapes) {
     check_shape<float>(c, no_fusion);
@@ -191,6 +196,8 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv with infinite weights gives the sca
       {"3x3/2 24->24 12 groups of 2 on 7x6", shape(7, 6, 24, 24, 3, 2, 12)},
       {"3x3 32->32 8 groups of 4", shape(6, 7, 32, 32, 3, 1, 8)},
       {"3x3 64->64 8 groups of 8 batch 2", shape(5, 5, 64, 64, 3, 1, 8, 2)},
+      {"3x3 48->48 3 groups of 16", shape(5, 5, 48, 48, 3, 1, 3)},
+      {"3x3/2 32->32 2 groups of 16 on 7x6", shape(7, 6, 32, 32, 3, 2, 2)},
       {"3x3 20->33 on 5x6", shape(5, 6, 20, 33, 3)},
       {"1x1 33->33 on 7x5", shape(7, 5, 33, 33, 1)},
       {"depthwise 3x1 dilation 2 8 channels on 7x5", with(shape(7, 5, 8, 8, ipu::hw{3, 1}, 1, 8), 2)},
@@ -284,6 +291,7 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in an
   check_work_item_orders<float>({"3x3 128->128 32 groups on 12x12 batch 2", shape(12, 12, 128, 128, 3, 1, 32, 2)});
   check_work_item_orders<float>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
   check_work_item_orders<float>({"3x3 64->64 16 groups of 4 on 48x48", shape(48, 48, 64, 64, 3, 1, 16)});
+  check_work_item_orders<float>({"3x3 64->64 4 groups of 16 on 20x20", shape(20, 20, 64, 64, 3, 1, 4)});
   check_work_item_orders<float>({"depthwise 3x3 200 channels on 28x28 batch 2", shape(28, 28, 200, 200, 3, 1, 200, 2)});
   check_work_item_orders<ipu::f16>({"depthwise 3x3 200 channels on 28x28 batch 2", shape(28, 28, 200, 200, 3, 1, 200, 2)});
   check_work_item_orders<ipu::f16>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});

@@ -13,12 +13,14 @@
 /// **Three paths.**
 /// - *Dense panels* (any convolution, grouped or not): for each group, its output channels in
 ///   panels of up to four vectors; a tile is a few output positions by one panel, each input
-///   value broadcast to every lane. Grouped convolutions with at least a vector's width of
+///   value broadcast to every lane. Grouped convolutions with more than a vector's width of
 ///   channels per group run here, one group at a time.
-/// - *Groups in lanes* (grouped, 2, 4 or 8 channels per group in and out, fewer than a
-///   vector's width): one vector holds several whole groups, as PopLibs' vertices hold several
-///   groups in one accumulator on the IPU; input channel `j` of every group in the vector is
-///   spread over its group's lanes with one in-register permute, so no lane ever idles.
+/// - *Groups in lanes* (grouped, 2 to a vector's width of channels per group in and out,
+///   dividing the width): one vector holds one or several whole groups, as PopLibs' vertices
+///   hold several groups in one accumulator on the IPU. The input window is first copied with
+///   each pixel's channels transposed, channel `j` of every group in the vector side by side,
+///   so that one broadcast load gives every group's lanes their own group's channel `j`: no
+///   lane idles, and no multiply-add waits on a shuffle.
 /// - *Depthwise* (one channel per group in and out): a tile is a few output positions by up to
 ///   four vectors of consecutive channels, each input vector multiplied by its channels'
 ///   weights in place, read from the input directly, so each position's channels are read and
@@ -207,13 +209,13 @@ constexpr int epilogue_step_positions = 6;
 /// step. With a test per position, GCC kept a 6x4 tile's values and channel terms in memory,
 /// and its epilogue took about as long as 16 input channels of its multiply-adds.
 template <int Full, int Vectors, class T>
-inline void epilogue_by_step(const vec (*acc)[Vectors], int count, const epilogue<T>& e, const channel_terms (&k)[Vectors], int last,
-                             const std::int64_t (&first)[Full], T* out) noexcept {
+inline void epilogue_by_step(const vec (*acc)[Vectors], unsigned stored, const epilogue<T>& e, const channel_terms (&k)[Vectors],
+                             int last, const std::int64_t (&first)[Full], T* out) noexcept {
   vec x[Full][Vectors];
   // `f(r, v)` for position `r` and vector `v`.
   const auto each = [&](auto&& f) {
     unroll<Full>([&](auto r) {
-      if (r < count) unroll<Vectors>([&](auto v) { f(r, v); });
+      if (stored >> r & 1u) unroll<Vectors>([&](auto v) { f(r, v); });
     });
   };
   // `f(r, v, lanes)`, vector `v` being `lanes` wide: the last one's width tested once.
@@ -247,11 +249,11 @@ inline void epilogue_by_step(const vec (*acc)[Vectors], int count, const epilogu
 /// offset in a general-purpose register (x86-64 has 16): ResNeXt's grouped 3x3 convolutions
 /// ran 0.86 to 0.97 times as fast.
 template <int Full, int Vectors, class T>
-inline void epilogue_by_position(const vec (*acc)[Vectors], int count, const epilogue<T>& e, const channel_terms (&k)[Vectors],
+inline void epilogue_by_position(const vec (*acc)[Vectors], unsigned stored, const epilogue<T>& e, const channel_terms (&k)[Vectors],
                                  int last, const std::int64_t (&first)[Full], T* out) noexcept {
   const auto lanes = [&](int v) { return v + 1 < Vectors ? width : last; };
   unroll<Full>([&](auto r) {
-    if (r >= count) return;
+    if (!(stored >> r & 1u)) return;
     const auto each = [](auto&& f) { unroll<Vectors>(f); };
     vec x[Vectors];
     each([&](auto v) { x[v] = acc[r][v]; });
@@ -270,8 +272,9 @@ inline void epilogue_by_position(const vec (*acc)[Vectors], int count, const epi
   });
 }
 
-/// The epilogue of `count` positions (at most `Full`) by `Vectors` vectors, `acc[r][v]` stored
-/// at `out + offsets[r] + v * width` with its channels' terms `pe.k[v]`: `epilogue`'s steps in
+/// The epilogue of the positions `r < Full` whose bit `r` of `stored` is set, by `Vectors`
+/// vectors, `acc[r][v]` stored at `out + offsets[r] + v * width` with its channels' terms
+/// `pe.k[v]`: `epilogue`'s steps in
 /// order (bias, rounding to `T`, scale and shift, residual, activation), by step for a tile of
 /// at most `epilogue_step_positions` (the 6x4 tiles of 1x1 convolutions from a few channels
 /// and the depthwise tiles ran 1.1 to 1.25 times as fast as by position), by position for a
@@ -280,7 +283,7 @@ inline void epilogue_by_position(const vec (*acc)[Vectors], int count, const epi
 /// object, so a field read after one is read again from memory. Unrolled; inlined in the
 /// flattened functions that call it (`whole_tile`, `finish_positions`).
 template <int Full, int Vectors, class T>
-inline void epilogue_positions(const vec (*acc)[Vectors], int count, const panel_epilogue<Vectors, T>& pe,
+inline void epilogue_positions(const vec (*acc)[Vectors], unsigned stored, const panel_epilogue<Vectors, T>& pe,
                                const std::int64_t (&offsets)[Full], T* out) noexcept {
   const epilogue<T> e = pe.e;
   const int last = pe.last;
@@ -289,9 +292,9 @@ inline void epilogue_positions(const vec (*acc)[Vectors], int count, const panel
   unroll<Vectors>([&](auto v) { k[v] = pe.k[v]; });
   unroll<Full>([&](auto r) { first[r] = offsets[r]; });
   if constexpr (Full <= epilogue_step_positions) {
-    epilogue_by_step<Full>(acc, count, e, k, last, first, out);
+    epilogue_by_step<Full>(acc, stored, e, k, last, first, out);
   } else {
-    epilogue_by_position<Full>(acc, count, e, k, last, first, out);
+    epilogue_by_position<Full>(acc, stored, e, k, last, first, out);
   }
 }
 
@@ -299,22 +302,26 @@ inline void epilogue_positions(const vec (*acc)[Vectors], int count, const panel
 /// whose accumulators it reads from memory: one function per whole tile's shape, which they
 /// share (one per smaller tile made the kernels' translation unit compile 1.25 times as long).
 template <int Full, int Vectors, class T>
-[[gnu::flatten]] inline void finish_positions(const vec (*acc)[Vectors], int count, const panel_epilogue<Vectors, T>& pe,
+[[gnu::flatten]] inline void finish_positions(const vec (*acc)[Vectors], unsigned stored, const panel_epilogue<Vectors, T>& pe,
                                               const std::int64_t (&offsets)[Full], T* out) noexcept {
-  epilogue_positions<Full>(acc, count, pe, offsets, out);
+  epilogue_positions<Full>(acc, stored, pe, offsets, out);
 }
 
+/// The bits of the first `count` positions of a tile (`count` below 32), as the epilogues take
+/// them.
+constexpr unsigned first_positions(int count) noexcept { return (1u << count) - 1; }
+
 /// The epilogue of a tile's `Count` positions (at most `Full`, a whole tile's) by `Vectors`
-/// vectors, position `r` at output element `at(r)` plus its vector's channels (channel
-/// `pe.c + v * width` of the whole output): each position's offset, then `finish_positions`,
-/// which the dense, groups-in-lanes and depthwise paths share.
+/// vectors, those whose bit of `stored` is set, position `r` at output element `at(r)` plus its
+/// vector's channels (channel `pe.c + v * width` of the whole output): each position's offset,
+/// then `finish_positions`, which the dense, groups-in-lanes and depthwise paths share.
 template <int Full, int Count, int Vectors, class T, class At>
 [[gnu::always_inline]] inline void finish_tile(const vec (&acc)[Count][Vectors], const panel_epilogue<Vectors, T>& pe, At&& at, T* out,
-                                               int count = Count) noexcept {
+                                               unsigned stored = first_positions(Count)) noexcept {
   static_assert(Count <= Full);
   std::int64_t first[Full];
-  unroll<Full>([&](auto r) { first[r] = r < count ? at(r) + pe.c : 0; });
-  finish_positions<Full>(acc, count, pe, first, out);
+  unroll<Full>([&](auto r) { first[r] = stored >> r & 1u ? at(r) + pe.c : 0; });
+  finish_positions<Full>(acc, stored, pe, first, out);
 }
 
 /// A whole tile: `compute()`'s `Full` positions by `Vectors` vectors, and their epilogue
@@ -324,11 +331,12 @@ template <int Full, int Count, int Vectors, class T, class At>
 /// 100 cycles more, and MobileNetV2's 112x112x16->96 ran 1.2 to 2.2 times slower on one
 /// thread (docs/kernels.md, "Fusion").
 template <int Full, int Vectors, class T, class Compute, class At>
-[[gnu::flatten]] void whole_tile(Compute&& compute, const panel_epilogue<Vectors, T>& pe, At&& at, T* out) noexcept {
+[[gnu::flatten]] void whole_tile(Compute&& compute, const panel_epilogue<Vectors, T>& pe, At&& at, T* out,
+                                 unsigned stored = first_positions(Full)) noexcept {
   const auto tl = compute();
   std::int64_t first[Full];
   unroll<Full>([&](auto r) { first[r] = at(r) + pe.c; });
-  epilogue_positions<Full>(tl.acc, Full, pe, first, out);
+  epilogue_positions<Full>(tl.acc, stored, pe, first, out);
 }
 
 /// `Rows` positions by `Vectors` vectors of a dense panel: the sum over `t`'s taps and `k`
@@ -452,27 +460,35 @@ inline tile<gather_rows, 1> gather_tile(const lone_position<T>* at, std::int64_t
   return out;
 }
 
-/// `Rows` positions by one vector of whole groups of `Group` channels: tap by tap, input
-/// channel `j` of each group spread over the group's lanes; weights `w[(tap * Group + j)][lane]`.
+/// `Rows` positions by one vector of whole groups, `Chunk` groups of `width / Chunk` channels
+/// in and out, read from a window whose cells hold a pixel's channels of the vector's groups
+/// transposed, channel `j` of each group side by side (`transpose<Chunk, width / Chunk>`): tap
+/// by tap, for each input channel `j`, the `Chunk` values of the groups' channel `j` repeated
+/// over the vector by one broadcast load, times the packed weights `w[(tap * (width / Chunk) +
+/// j)][lane]`, where lane `o * Chunk + g` is output channel `o` of group `g`. So no lane idles
+/// and no multiply-add waits on a shuffle, as a dense panel's tile; the sums come out in the
+/// same transposed order and are put back in channel order once per tile. Position `r` reads
+/// `Step` floats after position `r - 1` (`x.step` when `Step` is 0): a constant step makes
+/// each broadcast a fixed offset from one register.
 /// Flattened: g++ 12 left each channel's step of the unrolled loop as a call, with the
 /// accumulators in memory, and 4- and 8-channel groups ran 2 to 2.3 times slower.
-template <int Group, int Rows, class T>
-[[gnu::flatten]] inline tile<Rows, 1> lanes_tile(const input_walk<T>& x, const taps& t, std::int64_t kernel_w, int n, const float* w) noexcept {
+template <int Chunk, int Rows, std::int64_t Step>
+[[gnu::flatten]] inline tile<Rows, 1> lanes_tile(const input_walk<float>& x, const taps& t, std::int64_t kernel_w, const float* w) noexcept {
+  constexpr int group = width / Chunk;  // input channels per group
+  const std::int64_t step = Step > 0 ? Step : x.step;
   vec acc[Rows];
   unroll<Rows>([&](auto r) { acc[r] = simd::zero(); });
   for (std::int64_t kh = t.kh0; kh < t.kh1; ++kh)
     for (std::int64_t kw = t.kw0; kw < t.kw1; ++kw) {
-      const float* wt = w + (kh * kernel_w + kw) * Group * width;
-      const T* xt = x.at(kh, kw, 0);
-      vec xv[Rows];
-      unroll<Rows>([&](auto r) { xv[r] = simd::load_widened(xt + r * x.step, n); });
-      unroll<Group>([&](auto j) {
+      const float* wt = w + (kh * kernel_w + kw) * group * width;
+      const float* xt = x.at(kh, kw, 0);
+      unroll<group>([&](auto j) {
         const vec wv = simd::load(wt + j * width);
-        unroll<Rows>([&](auto r) { acc[r] = simd::madd(simd::spread<Group, j>(xv[r]), wv, acc[r]); });
+        unroll<Rows>([&](auto r) { acc[r] = simd::madd(simd::broadcast<Chunk>(xt + r * step + j * Chunk), wv, acc[r]); });
       });
     }
   tile<Rows, 1> out;
-  unroll<Rows>([&](auto r) { out.acc[r][0] = acc[r]; });
+  unroll<Rows>([&](auto r) { out.acc[r][0] = simd::transpose<group, Chunk>(acc[r]); });
   return out;
 }
 
@@ -562,7 +578,9 @@ class packed_conv {
     geometry_ = s.geometry();
     cin_ = s.in_channels / s.groups;
     cout_ = s.out_channels / s.groups;
-    lanes_ = cin_ == cout_ && cin_ < detail::width && detail::width % cin_ == 0;  // width is a power of two
+    // A vector of whole groups: below the width, or one group of a grouped convolution (whose
+    // dense panel would read the group's channels in place, a cache line of each pixel).
+    lanes_ = cin_ == cout_ && detail::width % cin_ == 0 && (cin_ < detail::width || s.groups > 1);  // width is a power of two
     depthwise_ = lanes_ && cin_ == 1;
     lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
     finite_ = std::all_of(weights_.begin(), weights_.end(), [](float x) { return std::isfinite(x); });  // zeros besides the kernel's
@@ -589,7 +607,7 @@ class packed_conv {
       constexpr std::int64_t band = detail::depthwise_rows;
       chunk_ = std::min(s.positions(), (item_rows + band - 1) / band * band * s.out_width());
       chunks_ = (s.positions() + chunk_ - 1) / chunk_;
-    } else if (lanes_ && finite_) {  // items of whole output rows of one image, by up to four consecutive panels
+    } else if (lanes_) {  // items of whole output rows of one image, by up to four consecutive panels
       // An input pixel's channels of consecutive panels lie side by side: copied into the
       // window together, four cache lines at a time, rather than one line of each pixel per
       // item (a depthwise convolution's reads were a cache miss per pixel).
@@ -665,10 +683,11 @@ class packed_conv {
       }
   }
 
-  /// Groups in lanes: one panel per vector of whole groups, `[tap][j][lane]`.
+  /// Groups in lanes: one panel per vector of whole groups, `[tap][j][lane]`, lane `o * chunk +
+  /// g` for output channel `o` of the vector's group `g` (`lanes_tile`'s order).
   template <class Kernel>
   void pack_lanes(const Kernel& kernel) {
-    const std::int64_t taps = shape_.kernel.area();
+    const std::int64_t taps = shape_.kernel.area(), chunk = detail::width / cin_;  // groups per vector
     panel_channels_ = detail::width;
     weights_.reserve(static_cast<std::size_t>((shape_.out_channels + detail::width - 1) / detail::width * taps * cin_ * detail::width));
     for (std::int64_t c = 0; c < shape_.out_channels; c += detail::width) {
@@ -677,8 +696,9 @@ class packed_conv {
       weights_.resize(weights_.size() + static_cast<std::size_t>(taps * cin_ * detail::width), 0.0f);
       for (std::int64_t tap = 0; tap < taps; ++tap)
         for (std::int64_t j = 0; j < cin_; ++j)
-          for (std::int64_t lane = 0; lane < pn.channels; ++lane)
-            weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + j) * detail::width + lane)] = kernel(tap, j, c + lane);
+          for (std::int64_t lane = 0; lane < detail::width; ++lane)
+            if (const std::int64_t co = lane % chunk * cin_ + lane / chunk; co < pn.channels)
+              weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + j) * detail::width + lane)] = kernel(tap, j, c + co);
       panels_.push_back(pn);
     }
   }
@@ -776,7 +796,7 @@ class packed_conv {
       if constexpr (Vectors == 1) {
         for (int r = lone_count; r < detail::gather_rows; ++r) lone[r] = lone[0];
         const auto tl = detail::gather_tile(lone, lone_h, lone_w, row, pixel, shape_.kernel.w, cin_);
-        detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return lone[r].p * oc; }, out, lone_count);
+        detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return lone[r].p * oc; }, out, detail::first_positions(lone_count));
         lone_count = 0;
       }
     };
@@ -867,44 +887,100 @@ class packed_conv {
     }
   }
 
-  /// Groups in lanes: `n` positions from `p` that share their taps, `x` at the first; each
-  /// input vector loads `loaded` lanes.
-  template <int Group, class In>
-  void lanes_span(detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps,
-                  int loaded, const panel& pn, const epilogue<T>& e, T* out) const {
+  /// Where the positions of a run of groups-in-lanes tiles are stored: position `q` of the
+  /// run, at row `q / pitch` and column `q % pitch` of it, is output position
+  /// `first + row * row_step + column * step` when its column is below `columns`; a column from
+  /// `columns` on is the window's padding between two rows, computed and not stored.
+  struct run_places {
+    std::int64_t first, step, pitch, columns, row_step;
+  };
+
+  /// Copies the input rows `[ih0, ih0 + rows)` of `image` that panels `[first_panel,
+  /// last_panel)` read into a per-thread window, one plane of `cells` cells per panel. A cell is
+  /// a vector: one pixel's channels of the panel's groups, widened to f32 and transposed
+  /// (`transpose<Chunk, width / Chunk>`), channel `j` of each group side by side, as
+  /// `lanes_tile` reads them. Window row `r` starts at cell `r * pitch`, and column `iw` of the
+  /// image is its cell `lead + iw`; every other cell, and every row outside the image, is zero.
+  /// Each pixel's channels of all the panels lie side by side in the input and are copied
+  /// together, several cache lines of a pixel at a time rather than one.
+  template <int Chunk>
+  const float* lanes_window(const T* in, std::int64_t image, std::int64_t ih0, std::int64_t rows, std::int64_t lead, std::int64_t pitch,
+                            std::int64_t cells, std::int64_t first_panel, std::int64_t last_panel) const {
+    constexpr std::int64_t cell = detail::width;
+    const window_geometry& g = geometry_;
+    // Everything the copy reads besides the input, read before its first store (which may
+    // alias anything). The panels are consecutive: each pixel's channels of all of them are
+    // one run, whole vectors but for the last panel's.
+    const std::int64_t c = shape_.in_channels, panels = last_panel - first_panel, plane = cells * cell;
+    const std::int64_t first = panels_[static_cast<std::size_t>(first_panel)].first;
+    const int last = static_cast<int>(panels_[static_cast<std::size_t>(last_panel - 1)].channels);
+    thread_local aligned_vector<float> buffer;  // (panel, cells, lanes)
+    buffer.resize(static_cast<std::size_t>(panels * plane));
+    float* const window = buffer.data();
+    const auto zeros = [&](std::int64_t from, std::int64_t to) {  // cells [from, to) of every plane
+      for (std::int64_t p = 0; p < panels; ++p) std::fill(window + p * plane + from * cell, window + p * plane + to * cell, 0.0f);
+    };
+    std::int64_t written = 0;  // cells before it are written
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t ih = ih0 + r;
+      if (ih < 0 || ih >= g.in_height) continue;
+      const std::int64_t begin = r * pitch + lead;
+      zeros(written, begin);
+      const T* pixel = in + (image * g.in_height + ih) * g.in_width * c + first;
+      float* to = window + begin * cell;
+      for (std::int64_t iw = 0; iw < g.in_width; ++iw, pixel += c, to += cell) {
+        for (std::int64_t p = 0; p + 1 < panels; ++p)
+          simd::store(to + p * plane, simd::transpose<Chunk, detail::width / Chunk>(simd::load_widened(pixel + p * cell, cell)));
+        simd::store(to + (panels - 1) * plane,
+                    simd::transpose<Chunk, detail::width / Chunk>(simd::load_widened(pixel + (panels - 1) * cell, last)));
+      }
+      written = begin + g.in_width;
+    }
+    zeros(written, cells);
+    return window;
+  }
+
+  /// Groups in lanes: the `n` positions of a run that share their taps `t`, `x` at the first,
+  /// for panel `pn`, stored at `at`, in tiles of `lanes_rows` positions (`lanes_tile<Chunk, ...,
+  /// Step>`).
+  template <int Chunk, std::int64_t Step>
+  void lanes_span(detail::input_walk<float> x, const detail::taps& t, std::int64_t n, const run_places& at, const panel& pn,
+                  const epilogue<T>& e, T* out) const {
     constexpr int rows = detail::lanes_rows;
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
     const detail::panel_epilogue<1, T> pe(e, pn.first, static_cast<int>(pn.channels));
-    const auto at = [&](int r) { return (p + r * ps) * oc; };
-    const auto finish_tile = [&](const auto& tl) { detail::finish_tile<rows>(tl.acc, pe, at, out); };
-    for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
-      detail::whole_tile<rows>([&] { return detail::lanes_tile<Group, rows>(x, t, shape_.kernel.w, loaded, w); }, pe, at, out);
-    detail::with_count<rows - 1>(static_cast<int>(n), [&](auto count) {
-      finish_tile(detail::lanes_tile<Group, count>(x, t, shape_.kernel.w, loaded, w));
-    });
-  }
-
-  /// `f(std::integral_constant<int, Group>{})` for this convolution's channels per group (2, 4
-  /// or 8, below the vector's width: one channel per group is `run_depthwise`'s).
-  template <class F>
-  void with_group(F&& f) const {
-    switch (cin_) {
-      case 2: f(std::integral_constant<int, 2>{}); break;
-      case 4: if constexpr (detail::width > 4) f(std::integral_constant<int, 4>{}); break;
-      case 8: if constexpr (detail::width > 8) f(std::integral_constant<int, 8>{}); break;
-      default: break;  // none: `pack` puts groups in lanes for 2, 4 or 8 channels below the width only
+    std::int64_t row = 0, column = 0;  // of the next position
+    for (std::int64_t q = 0; q < n; q += rows, x.base += rows * x.step) {
+      const int count = static_cast<int>(std::min<std::int64_t>(rows, n - q));
+      std::int64_t offsets[rows]{};
+      unsigned stored = 0;
+      for (int r = 0; r < count; ++r) {
+        if (column < at.columns) stored |= 1u << r, offsets[r] = (at.first + row * at.row_step + column * at.step) * oc;
+        if (++column == at.pitch) column = 0, ++row;
+      }
+      const auto place = [&](int r) { return offsets[r]; };
+      if (count == rows) {
+        detail::whole_tile<rows>([&] { return detail::lanes_tile<Chunk, rows, Step>(x, t, shape_.kernel.w, w); }, pe, place, out, stored);
+      } else {
+        detail::with_count<rows - 1>(count, [&](auto c) {
+          detail::finish_tile<rows>(detail::lanes_tile<Chunk, c, Step>(x, t, shape_.kernel.w, w).acc, pe, place, out, stored);
+        });
+      }
     }
   }
 
-  /// Groups in lanes over positions `[p0, p1)`, edge positions skipping their outside taps.
-  void run_lanes(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
-    with_group([&](auto group) {
-      for_each_run(source<T>{in, 0, shape_.in_channels, pn.in_first}, p0, p1,
-                   [&](detail::input_walk<T> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
-                     lanes_span<decltype(group)::value>(x, t, p, n, ps, static_cast<int>(pn.channels), pn, e, out);
-                   });
-    });
+  /// `f(std::integral_constant<int, Chunk>{})` for this convolution's groups per vector in
+  /// lanes, `width / cin_`: 1, 2, 4 or 8 (one channel per group is `run_depthwise`'s).
+  template <class F>
+  void with_chunk(F&& f) const {
+    switch (detail::width / cin_) {
+      case 1: f(std::integral_constant<int, 1>{}); break;
+      case 2: f(std::integral_constant<int, 2>{}); break;
+      case 4: if constexpr (detail::width > 4) f(std::integral_constant<int, 4>{}); break;
+      case 8: if constexpr (detail::width > 8) f(std::integral_constant<int, 8>{}); break;
+      default: break;  // none: `pack` puts groups in lanes for 2 to `width` channels dividing the width only
+    }
   }
 
   /// A depthwise convolution over positions `[p0, p1)` (whole output rows), every channel: in
@@ -976,50 +1052,56 @@ class packed_conv {
     });
   }
 
-  /// Groups in lanes, output rows `[oh0, oh1)` of `image`, panels `[first_panel, last_panel)`:
-  /// the input window the rows read is first copied (each pixel's channels of all the panels
-  /// together), widened to f32 and zero-padded, so that every position takes every tap.
-  /// A padding tap then adds `0 * w`, which leaves every partial sum as it was (a sum that
-  /// starts at +0 is never -0): the same bits as skipping it, for finite weights (with a
-  /// non-finite weight `0 * w` is NaN, so such kernels take the skipping path).
-  void run_lanes_padded(const T* in, T* out, const epilogue<T>& e, std::int64_t first_panel, std::int64_t last_panel,
-                        std::int64_t image, std::int64_t oh0, std::int64_t oh1) const {
-    constexpr int w_lanes = detail::width;
+  /// Groups in lanes, output rows `[oh0, oh1)` of `image`, panels `[first_panel, last_panel)`,
+  /// from the input window the rows read (`lanes_window`), zero-padded, so that every position
+  /// takes every tap. A padding tap then adds `0 * w`, which leaves every partial sum as it was
+  /// (a sum that starts at +0 is never -0): the same bits as skipping it, for finite weights.
+  /// At stride 1 the window's rows share their padding columns (the right padding of one row is
+  /// the left padding of the next), and all the output rows are one run of positions a cell
+  /// apart: whole tiles go across the rows, and the positions on the padding between them are
+  /// computed and not stored (one in 15 on a 14x14 image with a 3x3 kernel). At other strides
+  /// each output row is a run. With a non-finite weight `0 * w` is NaN, so such kernels copy
+  /// the rows inside the image only, and their runs skip the taps outside it.
+  void run_lanes(const T* in, T* out, const epilogue<T>& e, std::int64_t first_panel, std::int64_t last_panel, std::int64_t image,
+                 std::int64_t oh0, std::int64_t oh1) const {
+    constexpr std::int64_t cell = detail::width;
     const window_geometry& g = geometry_;
-    const std::int64_t c = shape_.in_channels;
-    const std::int64_t ih0 = oh0 * g.stride_h - g.pad_top, height = (oh1 - oh0 - 1) * g.stride_h + g.span_h();
-    const std::int64_t iw0 = -g.pad_left, cols = (g.out_width - 1) * g.stride_w + g.span_w();
-    const std::int64_t plane = height * cols * w_lanes;  // one panel's window
+    const std::int64_t ow_n = g.out_width, first = (image * g.out_height + oh0) * ow_n;
     const auto at = [&](std::int64_t p) -> const panel& { return panels_[static_cast<std::size_t>(p)]; };
-    thread_local aligned_vector<float> window;  // (panel, height, cols, lanes), zero outside the image
-    window.resize(static_cast<std::size_t>((last_panel - first_panel) * plane));
-    // Window columns `[c0, c1)` lie inside the image; each cell is written once, a zero or a copy.
-    const std::int64_t c0 = std::min(cols, -iw0), c1 = std::max(c0, std::min(cols, g.in_width - iw0));
-    for (std::int64_t r = 0; r < height; ++r) {
-      const std::int64_t ih = ih0 + r;
-      const bool inside = ih >= 0 && ih < g.in_height;
-      for (std::int64_t p = first_panel; p < last_panel; ++p) {
-        float* row = window.data() + (p - first_panel) * plane + r * cols * w_lanes;
-        std::fill(row, row + (inside ? c0 : cols) * w_lanes, 0.0f);
-        if (inside) std::fill(row + c1 * w_lanes, row + cols * w_lanes, 0.0f);
-      }
-      if (!inside) continue;
-      for (std::int64_t col = c0; col < c1; ++col) {
-        const T* pixel = in + ((image * g.in_height + ih) * g.in_width + iw0 + col) * c;
-        float* to = window.data() + (r * cols + col) * w_lanes;
+    with_chunk([&](auto chunk) {
+      constexpr int Chunk = decltype(chunk)::value;
+      if (!finite_) {
+        const std::int64_t last = first + (oh1 - oh0) * ow_n;
+        const auto [r0, r1] = g.input_rows(first, last);  // over all images' rows
+        const std::int64_t cells = (r1 - r0) * g.in_width;
+        const float* window = lanes_window<Chunk>(in, image, r0 - image * g.in_height, r1 - r0, 0, g.in_width, cells, first_panel, last_panel);
         for (std::int64_t p = first_panel; p < last_panel; ++p)
-          simd::store(to + (p - first_panel) * plane, simd::load_widened(pixel + at(p).first, static_cast<int>(at(p).channels)));
+          for_each_run(source<float>{window + (p - first_panel) * cells * cell, r0 * g.in_width, cell, 0}, first, last,
+                       [&](const detail::input_walk<float>& x, const detail::taps& t, std::int64_t q, std::int64_t n, std::int64_t ps) {
+                         lanes_span<Chunk, 0>(x, t, n, {q, ps, n, n, 0}, at(p), e, out);
+                       });
+        return;
       }
-    }
-    const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
-    with_group([&](auto group) {
-      for (std::int64_t oh = oh0; oh < oh1; ++oh)
-        for (std::int64_t p = first_panel; p < last_panel; ++p) {
-          const detail::input_walk<float> x{window.data() + (p - first_panel) * plane, (oh - oh0) * g.stride_h * cols * w_lanes,
-                                            g.stride_w * w_lanes, g.dilation_h * cols * w_lanes, g.dilation_w * w_lanes};
-          lanes_span<decltype(group)::value>(x, all, (image * g.out_height + oh) * g.out_width, g.out_width, 1, w_lanes, at(p), e,
-                                             out);
+      const std::int64_t rows = (oh1 - oh0 - 1) * g.stride_h + g.span_h();
+      const std::int64_t reach = (ow_n - 1) * g.stride_w + g.span_w();  // cells a row's windows span from column -pad_left
+      const std::int64_t pitch = std::max(g.pad_left + g.in_width, reach - g.pad_left);
+      const std::int64_t cells = (rows - 1) * pitch + std::max(pitch, reach);
+      const float* window = lanes_window<Chunk>(in, image, oh0 * g.stride_h - g.pad_top, rows, g.pad_left, pitch, cells, first_panel, last_panel);
+      const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
+      for (std::int64_t p = first_panel; p < last_panel; ++p) {
+        // Tap (0, 0) of the position at window cell `base`, the next `step` cells on.
+        const auto walk = [&](std::int64_t base, std::int64_t step) {
+          return detail::input_walk<float>{window + (p - first_panel) * cells * cell, base * cell, step * cell,
+                                           g.dilation_h * pitch * cell, g.dilation_w * cell};
+        };
+        if (g.stride_h == 1 && g.stride_w == 1) {
+          lanes_span<Chunk, cell>(walk(0, 1), all, (oh1 - oh0 - 1) * pitch + ow_n, {first, 1, pitch, ow_n, ow_n}, at(p), e, out);
+        } else {
+          for (std::int64_t oh = oh0; oh < oh1; ++oh)
+            lanes_span<Chunk, 0>(walk((oh - oh0) * g.stride_h * pitch, g.stride_w), all, ow_n, {first + (oh - oh0) * ow_n, 1, ow_n, ow_n, 0},
+                                 at(p), e, out);
         }
+      }
     });
   }
 
@@ -1040,10 +1122,10 @@ template <class T>
 void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept {
   if (depthwise_) return run_depthwise(in, out, e, item * chunk_, std::min(shape_.positions(), (item + 1) * chunk_));
   const std::int64_t first_panel = item / chunks_ * panels_per_item_;
-  if (lanes_ && finite_) {
+  if (lanes_) {
     const item_rows r = rows_of(item);
     const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
-    return run_lanes_padded(in, out, e, first_panel, last_panel, r.image, r.oh0, r.oh1);
+    return run_lanes(in, out, e, first_panel, last_panel, r.image, r.oh0, r.oh1);
   }
   std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
   if (row_items_) {
@@ -1053,10 +1135,7 @@ void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t
     p1 = (first_row + r.oh1) * shape_.out_width();
   }
   const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
-  for (std::int64_t k = first_panel; k < last_panel; ++k) {
-    const panel& pn = panels_[static_cast<std::size_t>(k)];
-    lanes_ ? run_lanes(in, out, e, pn, p0, p1) : run_dense(in, out, e, pn, p0, p1);
-  }
+  for (std::int64_t k = first_panel; k < last_panel; ++k) run_dense(in, out, e, panels_[static_cast<std::size_t>(k)], p0, p1);
 }
 
 /// Register-tile rows of `add_product_tile` (6 on AVX-512).

@@ -20,7 +20,9 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
+#include <utility>
 
 #if defined(__AVX512F__) || defined(__AVX2__) || defined(__F16C__)
 #include <immintrin.h>
@@ -102,6 +104,12 @@ inline constexpr isa compiled_isa = IPU_SIMD == IPU_SIMD_AVX512 ? isa::avx512
 /// `"avx512"`, `"avx2"` or `"portable"`: also the name of the set's inline namespace.
 constexpr std::string_view name_of(isa i) noexcept {
   return i == isa::avx512 ? "avx512" : i == isa::avx2 ? "avx2" : "portable";
+}
+
+/// The lane that lane `i` of `transpose<Rows, Cols>` reads: `i % Rows * Cols + i / Rows`.
+template <int Rows, int Cols>
+constexpr int transposed_lane(int i) noexcept {
+  return i % Rows * Cols + i / Rows;
 }
 
 #if IPU_SIMD == IPU_SIMD_AVX512
@@ -191,6 +199,41 @@ inline vec spread(vec x) noexcept {
     const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i index = _mm512_add_epi32(_mm512_and_si512(lanes, _mm512_set1_epi32(~(Group - 1))),
                                            _mm512_set1_epi32(J));
+    return {_mm512_maskz_permutexvar_ps(all, index, x.v)};
+  }
+}
+
+/// The `Chunk` floats at `p` repeated over the vector: lane `i` gets `p[i % Chunk]`. One load
+/// (`vbroadcastss`, `vbroadcastsd`, `vbroadcastf32x4`, `vbroadcastf64x4`), no shuffle.
+///
+/// \tparam Chunk  1, 2, 4 or 8
+template <int Chunk>
+inline vec broadcast(const float* p) noexcept {
+  static_assert(Chunk == 1 || Chunk == 2 || Chunk == 4 || Chunk == 8);
+  if constexpr (Chunk == 1) {
+    return {_mm512_set1_ps(*p)};
+  } else if constexpr (Chunk == 2) {
+    double pair;  // two floats, one 64-bit element: `vbroadcastsd` from memory
+    std::memcpy(&pair, p, sizeof pair);
+    return {_mm512_castpd_ps(_mm512_set1_pd(pair))};
+  } else if constexpr (Chunk == 4) {
+    return {_mm512_maskz_broadcast_f32x4(all, _mm_loadu_ps(p))};
+  } else {
+    return {_mm512_castpd_ps(_mm512_maskz_broadcast_f64x4(0xFF, _mm256_castps_pd(_mm256_loadu_ps(p))))};
+  }
+}
+
+/// The lanes of `x`, read as `Rows` rows of `Cols`, transposed: lane `c * Rows + r` gets lane
+/// `r * Cols + c`. One in-register permute (none when `Rows` or `Cols` is 1).
+template <int Rows, int Cols>
+inline vec transpose(vec x) noexcept {
+  static_assert(Rows * Cols == vec::width);
+  if constexpr (Rows == 1 || Cols == 1) {
+    return x;
+  } else {
+    const __m512i index = [&]<int... I>(std::integer_sequence<int, I...>) {
+      return _mm512_set_epi32(transposed_lane<Rows, Cols>(vec::width - 1 - I)...);  // lane 15 first
+    }(std::make_integer_sequence<int, vec::width>{});
     return {_mm512_maskz_permutexvar_ps(all, index, x.v)};
   }
 }
@@ -287,6 +330,39 @@ inline vec spread(vec x) noexcept {
     return {_mm256_permute_ps(x.v, J * 0x55)};
   } else {
     return {_mm256_permutevar8x32_ps(x.v, _mm256_set1_epi32(J))};
+  }
+}
+
+/// The `Chunk` floats at `p` repeated over the vector: lane `i` gets `p[i % Chunk]`. One load
+/// (`vbroadcastss`, `vbroadcastsd`, `vbroadcastf128`), no shuffle.
+///
+/// \tparam Chunk  1, 2 or 4
+template <int Chunk>
+inline vec broadcast(const float* p) noexcept {
+  static_assert(Chunk == 1 || Chunk == 2 || Chunk == 4);
+  if constexpr (Chunk == 1) {
+    return {_mm256_set1_ps(*p)};
+  } else if constexpr (Chunk == 2) {
+    double pair;  // two floats, one 64-bit element: `vbroadcastsd` from memory
+    std::memcpy(&pair, p, sizeof pair);
+    return {_mm256_castpd_ps(_mm256_set1_pd(pair))};
+  } else {
+    return {_mm256_broadcast_ps(reinterpret_cast<const __m128*>(p))};
+  }
+}
+
+/// The lanes of `x`, read as `Rows` rows of `Cols`, transposed: lane `c * Rows + r` gets lane
+/// `r * Cols + c`. One in-register permute (none when `Rows` or `Cols` is 1).
+template <int Rows, int Cols>
+inline vec transpose(vec x) noexcept {
+  static_assert(Rows * Cols == vec::width);
+  if constexpr (Rows == 1 || Cols == 1) {
+    return x;
+  } else {
+    const __m256i index = [&]<int... I>(std::integer_sequence<int, I...>) {
+      return _mm256_set_epi32(transposed_lane<Rows, Cols>(vec::width - 1 - I)...);  // lane 7 first
+    }(std::make_integer_sequence<int, vec::width>{});
+    return {_mm256_permutevar8x32_ps(x.v, index)};
   }
 }
 
@@ -400,6 +476,26 @@ inline vec spread(vec x) noexcept {
   static_assert(vec::width % Group == 0 && J < Group);
   vec r;
   for (int i = 0; i < vec::width; ++i) r.v[i] = x.v[i / Group * Group + J];
+  return r;
+}
+/// The `Chunk` floats at `p` repeated over the vector: lane `i` gets `p[i % Chunk]`. One load
+/// on AVX2 and AVX-512, no shuffle.
+///
+/// \tparam Chunk  a power of two below `width`
+template <int Chunk>
+inline vec broadcast(const float* p) noexcept {
+  static_assert(vec::width % Chunk == 0 && Chunk < vec::width);
+  vec r;
+  for (int i = 0; i < vec::width; ++i) r.v[i] = p[i % Chunk];
+  return r;
+}
+/// The lanes of `x`, read as `Rows` rows of `Cols`, transposed: lane `c * Rows + r` gets lane
+/// `r * Cols + c`. One in-register permute on AVX2 and AVX-512 (none when `Rows` or `Cols` is 1).
+template <int Rows, int Cols>
+inline vec transpose(vec x) noexcept {
+  static_assert(Rows * Cols == vec::width);
+  vec r;
+  for (int i = 0; i < vec::width; ++i) r.v[i] = x.v[transposed_lane<Rows, Cols>(i)];
   return r;
 }
 

@@ -200,6 +200,22 @@ struct panel_epilogue {
   }
 };
 
+/// Which positions `r` of a tile its epilogue stores (`stored(r)`): all of a whole tile, with no
+/// test; the first `count`; or those whose bit is set (a groups-in-lanes tile whose positions
+/// fall on the padding between two rows). With a bit mask for every tile, a test per position
+/// at run time, MobileNetV2 and EfficientNet-B0 ran 1.05 to 1.07 times slower.
+struct all_positions {
+  constexpr bool operator()(int) const noexcept { return true; }
+};
+struct first_positions {
+  int count;  ///< positions stored, from the first
+  constexpr bool operator()(int r) const noexcept { return r < count; }
+};
+struct marked_positions {
+  unsigned bits;  ///< bit `r` set: position `r` stored
+  constexpr bool operator()(int r) const noexcept { return (bits >> r & 1u) != 0; }
+};
+
 /// The most positions of a tile whose epilogue goes step by step (`epilogue_positions`): the
 /// tiles of 6 rows (dense 6x4, depthwise, and AVX2's), not those of 12.
 constexpr int epilogue_step_positions = 6;
@@ -208,14 +224,14 @@ constexpr int epilogue_step_positions = 6;
 /// that its test is made once per tile and the tile's values stay in registers from step to
 /// step. With a test per position, GCC kept a 6x4 tile's values and channel terms in memory,
 /// and its epilogue took about as long as 16 input channels of its multiply-adds.
-template <int Full, int Vectors, class T>
-inline void epilogue_by_step(const vec (*acc)[Vectors], unsigned stored, const epilogue<T>& e, const channel_terms (&k)[Vectors],
+template <int Full, int Vectors, class T, class Stored>
+inline void epilogue_by_step(const vec (*acc)[Vectors], Stored stored, const epilogue<T>& e, const channel_terms (&k)[Vectors],
                              int last, const std::int64_t (&first)[Full], T* out) noexcept {
   vec x[Full][Vectors];
   // `f(r, v)` for position `r` and vector `v`.
   const auto each = [&](auto&& f) {
     unroll<Full>([&](auto r) {
-      if (stored >> r & 1u) unroll<Vectors>([&](auto v) { f(r, v); });
+      if (stored(r)) unroll<Vectors>([&](auto v) { f(r, v); });
     });
   };
   // `f(r, v, lanes)`, vector `v` being `lanes` wide: the last one's width tested once.
@@ -248,12 +264,12 @@ inline void epilogue_by_step(const vec (*acc)[Vectors], unsigned stored, const e
 /// after their multiply-adds, and by step their epilogue also kept every position's output
 /// offset in a general-purpose register (x86-64 has 16): ResNeXt's grouped 3x3 convolutions
 /// ran 0.86 to 0.97 times as fast.
-template <int Full, int Vectors, class T>
-inline void epilogue_by_position(const vec (*acc)[Vectors], unsigned stored, const epilogue<T>& e, const channel_terms (&k)[Vectors],
+template <int Full, int Vectors, class T, class Stored>
+inline void epilogue_by_position(const vec (*acc)[Vectors], Stored stored, const epilogue<T>& e, const channel_terms (&k)[Vectors],
                                  int last, const std::int64_t (&first)[Full], T* out) noexcept {
   const auto lanes = [&](int v) { return v + 1 < Vectors ? width : last; };
-  unroll<Full>([&](auto r) {
-    if (!(stored >> r & 1u)) return;
+  unroll<Full>([&](auto r) __attribute__((always_inline)) {
+    if (!stored(r)) return;
     const auto each = [](auto&& f) { unroll<Vectors>(f); };
     vec x[Vectors];
     each([&](auto v) { x[v] = acc[r][v]; });
@@ -272,9 +288,9 @@ inline void epilogue_by_position(const vec (*acc)[Vectors], unsigned stored, con
   });
 }
 
-/// The epilogue of the positions `r < Full` whose bit `r` of `stored` is set, by `Vectors`
-/// vectors, `acc[r][v]` stored at `out + offsets[r] + v * width` with its channels' terms
-/// `pe.k[v]`: `epilogue`'s steps in
+/// The epilogue of the positions `r < Full` that `stored` marks (`all_positions`,
+/// `first_positions`, `marked_positions`), by `Vectors` vectors, `acc[r][v]` stored at
+/// `out + offsets[r] + v * width` with its channels' terms `pe.k[v]`: `epilogue`'s steps in
 /// order (bias, rounding to `T`, scale and shift, residual, activation), by step for a tile of
 /// at most `epilogue_step_positions` (the 6x4 tiles of 1x1 convolutions from a few channels
 /// and the depthwise tiles ran 1.1 to 1.25 times as fast as by position), by position for a
@@ -282,8 +298,8 @@ inline void epilogue_by_position(const vec (*acc)[Vectors], unsigned stored, con
 /// Everything the steps read is copied first: the intrinsics' unaligned stores may alias any
 /// object, so a field read after one is read again from memory. Unrolled; inlined in the
 /// flattened functions that call it (`whole_tile`, `finish_positions`).
-template <int Full, int Vectors, class T>
-inline void epilogue_positions(const vec (*acc)[Vectors], unsigned stored, const panel_epilogue<Vectors, T>& pe,
+template <int Full, int Vectors, class T, class Stored>
+inline void epilogue_positions(const vec (*acc)[Vectors], Stored stored, const panel_epilogue<Vectors, T>& pe,
                                const std::int64_t (&offsets)[Full], T* out) noexcept {
   const epilogue<T> e = pe.e;
   const int last = pe.last;
@@ -292,36 +308,33 @@ inline void epilogue_positions(const vec (*acc)[Vectors], unsigned stored, const
   unroll<Vectors>([&](auto v) { k[v] = pe.k[v]; });
   unroll<Full>([&](auto r) { first[r] = offsets[r]; });
   if constexpr (Full <= epilogue_step_positions) {
-    epilogue_by_step<Full>(acc, stored, e, k, last, first, out);
+    epilogue_by_step<Full, Vectors, T, Stored>(acc, stored, e, k, last, first, out);
   } else {
-    epilogue_by_position<Full>(acc, stored, e, k, last, first, out);
+    epilogue_by_position<Full, Vectors, T, Stored>(acc, stored, e, k, last, first, out);
   }
 }
 
 /// `epilogue_positions` out of line and flattened, for the smaller tiles at the ends of runs,
 /// whose accumulators it reads from memory: one function per whole tile's shape, which they
 /// share (one per smaller tile made the kernels' translation unit compile 1.25 times as long).
-template <int Full, int Vectors, class T>
-[[gnu::flatten]] inline void finish_positions(const vec (*acc)[Vectors], unsigned stored, const panel_epilogue<Vectors, T>& pe,
+template <int Full, int Vectors, class T, class Stored>
+[[gnu::flatten]] inline void finish_positions(const vec (*acc)[Vectors], Stored stored, const panel_epilogue<Vectors, T>& pe,
                                               const std::int64_t (&offsets)[Full], T* out) noexcept {
-  epilogue_positions<Full>(acc, stored, pe, offsets, out);
+  epilogue_positions<Full, Vectors, T, Stored>(acc, stored, pe, offsets, out);
 }
 
-/// The bits of the first `count` positions of a tile (`count` below 32), as the epilogues take
-/// them.
-constexpr unsigned first_positions(int count) noexcept { return (1u << count) - 1; }
-
 /// The epilogue of a tile's `Count` positions (at most `Full`, a whole tile's) by `Vectors`
-/// vectors, those whose bit of `stored` is set, position `r` at output element `at(r)` plus its
-/// vector's channels (channel `pe.c + v * width` of the whole output): each position's offset,
-/// then `finish_positions`, which the dense, groups-in-lanes and depthwise paths share.
-template <int Full, int Count, int Vectors, class T, class At>
+/// vectors, those `stored` marks (all `Count` by default), position `r` at output element
+/// `at(r)` plus its vector's channels (channel `pe.c + v * width` of the whole output): each
+/// position's offset, then `finish_positions`, which the dense, groups-in-lanes and depthwise
+/// paths share.
+template <int Full, int Count, int Vectors, class T, class At, class Stored = first_positions>
 [[gnu::always_inline]] inline void finish_tile(const vec (&acc)[Count][Vectors], const panel_epilogue<Vectors, T>& pe, At&& at, T* out,
-                                               unsigned stored = first_positions(Count)) noexcept {
+                                               Stored stored = first_positions{Count}) noexcept {
   static_assert(Count <= Full);
   std::int64_t first[Full];
-  unroll<Full>([&](auto r) { first[r] = stored >> r & 1u ? at(r) + pe.c : 0; });
-  finish_positions<Full>(acc, stored, pe, first, out);
+  unroll<Full>([&](auto r) { first[r] = r < Count && stored(r) ? at(r) + pe.c : 0; });
+  finish_positions<Full, Vectors, T, Stored>(acc, stored, pe, first, out);
 }
 
 /// A whole tile: `compute()`'s `Full` positions by `Vectors` vectors, and their epilogue
@@ -329,14 +342,13 @@ template <int Full, int Count, int Vectors, class T, class At>
 /// multiply-adds to the epilogue in registers. Through memory, a tile of a 1x1 convolution
 /// from 16 channels (6 positions by 4 vectors: about 200 cycles of multiply-adds) paid about
 /// 100 cycles more, and MobileNetV2's 112x112x16->96 ran 1.2 to 2.2 times slower on one
-/// thread (docs/kernels.md, "Fusion").
-template <int Full, int Vectors, class T, class Compute, class At>
-[[gnu::flatten]] void whole_tile(Compute&& compute, const panel_epilogue<Vectors, T>& pe, At&& at, T* out,
-                                 unsigned stored = first_positions(Full)) noexcept {
+/// thread (docs/kernels.md, "Fusion"). `stored`: the positions stored, all by default.
+template <int Full, int Vectors, class T, class Compute, class At, class Stored = all_positions>
+[[gnu::flatten]] void whole_tile(Compute&& compute, const panel_epilogue<Vectors, T>& pe, At&& at, T* out, Stored stored = {}) noexcept {
   const auto tl = compute();
   std::int64_t first[Full];
   unroll<Full>([&](auto r) { first[r] = at(r) + pe.c; });
-  epilogue_positions<Full>(tl.acc, stored, pe, first, out);
+  epilogue_positions<Full, Vectors, T, Stored>(tl.acc, stored, pe, first, out);
 }
 
 /// `Rows` positions by `Vectors` vectors of a dense panel: the sum over `t`'s taps and `k`
@@ -578,9 +590,13 @@ class packed_conv {
     geometry_ = s.geometry();
     cin_ = s.in_channels / s.groups;
     cout_ = s.out_channels / s.groups;
-    // A vector of whole groups: below the width, or one group of a grouped convolution (whose
-    // dense panel would read the group's channels in place, a cache line of each pixel).
-    lanes_ = cin_ == cout_ && detail::width % cin_ == 0 && (cin_ < detail::width || s.groups > 1);  // width is a power of two
+    // A vector of whole groups: below the width, or one group of a grouped convolution with a
+    // window at stride 1, whose positions the zero-padded window puts a cell apart (at another
+    // stride, or for a 1x1 window, a dense panel of one vector reads the group in place, with
+    // no copy: ResNeXt's 3x3/2 on 14x14x512, 16 channels per group, ran 0.82 times as fast in
+    // the window).
+    const bool unit_stride = s.stride.h == 1 && s.stride.w == 1 && s.kernel.area() > 1;
+    lanes_ = cin_ == cout_ && detail::width % cin_ == 0 && (cin_ < detail::width || (s.groups > 1 && unit_stride));  // width: a power of two
     depthwise_ = lanes_ && cin_ == 1;
     lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
     finite_ = std::all_of(weights_.begin(), weights_.end(), [](float x) { return std::isfinite(x); });  // zeros besides the kernel's
@@ -796,7 +812,7 @@ class packed_conv {
       if constexpr (Vectors == 1) {
         for (int r = lone_count; r < detail::gather_rows; ++r) lone[r] = lone[0];
         const auto tl = detail::gather_tile(lone, lone_h, lone_w, row, pixel, shape_.kernel.w, cin_);
-        detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return lone[r].p * oc; }, out, detail::first_positions(lone_count));
+        detail::finish_tile<rows>(tl.acc, pe, [&](int r) { return lone[r].p * oc; }, out, detail::first_positions{lone_count});
         lone_count = 0;
       }
     };
@@ -820,7 +836,7 @@ class packed_conv {
       });
       end_count = 0;
     };
-    for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) {
+    for_each_run(in, p0, p1, [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n, std::int64_t ps) __attribute__((always_inline)) {
       const auto at = [&](int r) { return (p + r * ps) * oc; };
       const auto finish_tile = [&](const auto& tl) { detail::finish_tile<rows>(tl.acc, pe, at, out); };
       for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
@@ -954,9 +970,9 @@ class packed_conv {
     for (std::int64_t q = 0; q < n; q += rows, x.base += rows * x.step) {
       const int count = static_cast<int>(std::min<std::int64_t>(rows, n - q));
       std::int64_t offsets[rows]{};
-      unsigned stored = 0;
+      detail::marked_positions stored{0};
       for (int r = 0; r < count; ++r) {
-        if (column < at.columns) stored |= 1u << r, offsets[r] = (at.first + row * at.row_step + column * at.step) * oc;
+        if (column < at.columns) stored.bits |= 1u << r, offsets[r] = (at.first + row * at.row_step + column * at.step) * oc;
         if (++column == at.pitch) column = 0, ++row;
       }
       const auto place = [&](int r) { return offsets[r]; };

@@ -365,6 +365,9 @@ struct tile {
 template <int Rows, int Vectors, class Pixel>
 [[gnu::always_inline]] inline void add_channels(vec (&acc)[Rows][Vectors], Pixel&& pixel, std::int64_t k, const float* w) noexcept {
   constexpr std::int64_t panel = Vectors * width;
+  // Two channels a turn: the 6x4 tile on data in L1 ran 210 GFLOP/s on one thread, of the
+  // zmm peak's 238, against 195 a channel a turn (4 and 8 a turn: 205 and 193).
+#pragma GCC unroll 2
   for (std::int64_t ci = 0; ci < k; ++ci, w += panel) {
     vec wv[Vectors];
     unroll<Vectors>([&](auto v) { wv[v] = simd::load(w + v * width); });
@@ -1184,6 +1187,7 @@ void add_product_tile(std::int64_t rows, const Float* a, std::int64_t lda, const
     using simd::vec;
     vec sum[Rows][Vectors];  // a local that never escapes, so that it lives in registers
     detail::unroll<Rows>([&](auto r) { detail::unroll<Vectors>([&](auto v) { sum[r][v] = load(acc + r * ldacc + v * vec::width, v); }); });
+#pragma GCC unroll 2  // as `add_channels`: 169-171 -> 178-188 GFLOP/s on one thread
     for (std::int64_t k = 0; k < count; ++k) {
       vec d[Vectors];
       detail::unroll<Vectors>([&](auto v) { d[v] = load(b + k * ldb + v * vec::width, v); });

@@ -121,9 +121,12 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv matches the reference and the scala
 
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv fused epilogues match the reference and the separate kernels") {
   // Dense panels (several, partial), groups in lanes (a partial vector of them), the scalar
-  // kernels' 1x1 path, groups with more outputs than inputs, the stem.
+  // kernels' 1x1 path, every panel in each item of a 1x1 kernel larger than L1 (and fewer
+  // positions than items), groups with more outputs than inputs, the stem.
   static constexpr named_shape shapes[] = {
       {"3x3 20->100 on 5x7", shape(5, 7, 20, 100, 3)},
+      {"1x1 100->300 on 13x11", shape(13, 11, 100, 300, 1)},
+      {"1x1 100->300 on 2x1", shape(2, 1, 100, 300, 1)},
       {"3x3 32->32 8 groups of 4", shape(6, 7, 32, 32, 3, 1, 8)},
       {"depthwise 3x3/2 20 channels on 9x9", shape(9, 9, 20, 20, 3, 2, 20)},
       {"depthwise 3x3 40 channels on 8x9", shape(8, 9, 40, 40, 3, 1, 40)},
@@ -283,11 +286,14 @@ void check_work_item_orders(const named_shape& c) {
 
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in any order and on any thread") {
   // Dense panels with work items that end inside images and rows, one panel per item (a
-  // kernel larger than L1) and every panel in each item (a 1x1 from few channels); groups in
-  // lanes; depthwise items of whole rows that run on into the next image.
+  // kernel larger than L1) and every panel in each item (a 1x1 from few channels, and one
+  // larger than L1 but within half the L2); groups in lanes; depthwise items of whole rows
+  // that run on into the next image.
   check_work_item_orders<float>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
   check_work_item_orders<float>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
   check_work_item_orders<ipu::f16>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
+  check_work_item_orders<float>({"1x1 100->300 on 13x11 batch 3", shape(13, 11, 100, 300, 1, 1, 1, 3)});
+  check_work_item_orders<ipu::f16>({"1x1 100->300 on 13x11 batch 3", shape(13, 11, 100, 300, 1, 1, 1, 3)});
   check_work_item_orders<float>({"3x3 128->128 32 groups on 12x12 batch 2", shape(12, 12, 128, 128, 3, 1, 32, 2)});
   check_work_item_orders<float>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
   check_work_item_orders<float>({"3x3 64->64 16 groups of 4 on 48x48", shape(48, 48, 64, 64, 3, 1, 16)});

@@ -911,43 +911,46 @@ class packed_conv {
     if (end_count > 0) flush_ends();
   }
 
-  /// f32 input is read in place; f16 input is first widened, the rows the positions read and
-  /// the panel's group's channels only, into a per-thread buffer, so that the tile broadcasts
-  /// f32 values.
-  template <int Vectors>
-  void dense_runs(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+  /// Where dense panels read input channels `[c0, c1)` of the pixels that positions `[p0, p1)`
+  /// read: f32 input in place; f16 input widened first, those pixels (the positions' own where
+  /// position `p` reads pixel `p`, else whole rows) and channels only, into a per-thread
+  /// buffer, so that the tiles broadcast f32 values. Channel `c` is at `offset + c`, as in the
+  /// input, so that a panel's source is this one's with `offset` moved by its first channel.
+  source<float> dense_source(const T* in, std::int64_t p0, std::int64_t p1, std::int64_t c0, std::int64_t c1) const {
     if constexpr (std::same_as<T, float>) {
-      dense_runs<Vectors>(source<float>{in, 0, shape_.in_channels, pn.in_first}, out, e, pn, p0, p1);
+      return {in, 0, shape_.in_channels, 0};
     } else {
-      // The pixels read: exactly the positions' where position `p` reads pixel `p`, else whole rows.
       const bool one_to_one = geometry_.one_to_one();
       const auto [r0, r1] = geometry_.input_rows(p0, p1);
       const std::int64_t first = one_to_one ? p0 : r0 * shape_.in_width;
-      const std::int64_t pixels = one_to_one ? p1 - p0 : (r1 - r0) * shape_.in_width;
+      const std::int64_t pixels = one_to_one ? p1 - p0 : (r1 - r0) * shape_.in_width, channels = c1 - c0;
       thread_local aligned_vector<float> widened;
-      widened.resize(static_cast<std::size_t>(pixels * cin_));
+      widened.resize(static_cast<std::size_t>(pixels * channels));
       const auto widen_run = [](const T* from, float* to, std::int64_t count) {
         for (std::int64_t c = 0; c < count; c += detail::width) {
           const int n = static_cast<int>(std::min<std::int64_t>(detail::width, count - c));
           simd::store(to + c, simd::load_widened(from + c, n), n);
         }
       };
-      if (cin_ == shape_.in_channels) {  // the pixels' channels are one contiguous run
-        widen_run(in + first * cin_, widened.data(), pixels * cin_);
+      if (channels == shape_.in_channels) {  // the pixels' channels are one contiguous run
+        widen_run(in + first * channels, widened.data(), pixels * channels);
       } else {
         for (std::int64_t q = 0; q < pixels; ++q)
-          widen_run(in + (first + q) * shape_.in_channels + pn.in_first, widened.data() + q * cin_, cin_);
+          widen_run(in + (first + q) * shape_.in_channels + c0, widened.data() + q * channels, channels);
       }
-      dense_runs<Vectors>(source<float>{widened.data(), first, cin_, 0}, out, e, pn, p0, p1);
+      return {widened.data(), first, channels, -c0};
     }
   }
 
-  void run_dense(const T* in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+  /// Panel `pn` over output positions `[p0, p1)`, its input channels read from `in` (as
+  /// `dense_source` gives it).
+  void run_dense(const source<float>& in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+    const source<float> x{in.data, in.first_pixel, in.pixel, in.offset + pn.in_first};
     switch ((pn.channels + detail::width - 1) / detail::width) {
-      case 1: dense_runs<1>(in, out, e, pn, p0, p1); break;
-      case 2: dense_runs<2>(in, out, e, pn, p0, p1); break;
-      case 3: dense_runs<3>(in, out, e, pn, p0, p1); break;
-      default: if constexpr (detail::max_panel_vectors >= 4) dense_runs<4>(in, out, e, pn, p0, p1); break;
+      case 1: dense_runs<1>(x, out, e, pn, p0, p1); break;
+      case 2: dense_runs<2>(x, out, e, pn, p0, p1); break;
+      case 3: dense_runs<3>(x, out, e, pn, p0, p1); break;
+      default: if constexpr (detail::max_panel_vectors >= 4) dense_runs<4>(x, out, e, pn, p0, p1); break;
     }
   }
 
@@ -1200,7 +1203,11 @@ void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t
     p1 = (first_row + r.oh1) * shape_.out_width();
   }
   const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
-  for (std::int64_t k = first_panel; k < last_panel; ++k) run_dense(in, out, e, panels_[static_cast<std::size_t>(k)], p0, p1);
+  // The item's panels are consecutive, so their groups' input channels are one range, which
+  // f16 input widens once for all of them.
+  const auto at = [&](std::int64_t k) -> const panel& { return panels_[static_cast<std::size_t>(k)]; };
+  const source<float> x = dense_source(in, p0, p1, at(first_panel).in_first, at(last_panel - 1).in_first + cin_);
+  for (std::int64_t k = first_panel; k < last_panel; ++k) run_dense(x, out, e, at(k), p0, p1);
 }
 
 /// Register-tile rows of `add_product_tile` (6 on AVX-512).

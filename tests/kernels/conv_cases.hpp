@@ -122,11 +122,13 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv matches the reference and the scala
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv fused epilogues match the reference and the separate kernels") {
   // Dense panels (several, partial), groups in lanes (a partial vector of them), the scalar
   // kernels' 1x1 path, every panel in each item of a 1x1 kernel larger than L1 (and fewer
-  // positions than items), groups with more outputs than inputs, the stem.
+  // positions than items) and of a grouped one (f16 input widened once for every group),
+  // groups with more outputs than inputs, the stem.
   static constexpr named_shape shapes[] = {
       {"3x3 20->100 on 5x7", shape(5, 7, 20, 100, 3)},
       {"1x1 100->300 on 13x11", shape(13, 11, 100, 300, 1)},
       {"1x1 100->300 on 2x1", shape(2, 1, 100, 300, 1)},
+      {"1x1 96->192 4 groups on 9x7", shape(9, 7, 96, 192, 1, 1, 4)},
       {"3x3 32->32 8 groups of 4", shape(6, 7, 32, 32, 3, 1, 8)},
       {"depthwise 3x3/2 20 channels on 9x9", shape(9, 9, 20, 20, 3, 2, 20)},
       {"depthwise 3x3 40 channels on 8x9", shape(8, 9, 40, 40, 3, 1, 40)},

@@ -198,6 +198,7 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv with infinite weights gives the sca
   // instruction returns.
   static constexpr named_shape shapes[] = {
       {"depthwise 3x3 20 channels on 7x7", shape(7, 7, 20, 20, 3, 1, 20)},
+      {"depthwise 3x3 64 channels on 9x8", shape(9, 8, 64, 64, 3, 1, 64)},
       {"3x3/2 24->24 12 groups of 2 on 7x6", shape(7, 6, 24, 24, 3, 2, 12)},
       {"3x3 32->32 8 groups of 4", shape(6, 7, 32, 32, 3, 1, 8)},
       {"3x3 64->64 8 groups of 8 batch 2", shape(5, 5, 64, 64, 3, 1, 8, 2)},

@@ -220,6 +220,14 @@ inline constexpr named_shape odd_shapes[] = {
     {"3x3 8->100 on 3x37", shape(3, 37, 8, 100, 3)},
     {"3x3 64->64 8 groups on 2x37", shape(2, 37, 64, 64, 3, 1, 8)},
     {"3x3 16->16 depthwise on 2x37", shape(2, 37, 16, 16, 3, 1, 16)},
+    // Depthwise rows long enough for whole tiles, whose input vectors are loaded once per
+    // kernel row (`depthwise_row_tile`): 3x3 and 5x5 at stride 1, 5x5 at stride 2, 3x3 at
+    // stride 2 and dilation 2 (taps a stride apart); with a partial last vector, and rows that
+    // end in fewer positions than a tile.
+    {"depthwise 3x3 128 channels on 9x11", shape(9, 11, 128, 128, 3, 1, 128)},
+    {"depthwise 5x5 72 channels on 12x10 batch 2", shape(12, 10, 72, 72, 5, 1, 72, 2)},
+    {"depthwise 5x5/2 64 channels on 17x19", shape(17, 19, 64, 64, 5, 2, 64)},
+    {"depthwise 3x3/2 dilation 2 64 channels on 17x17", with(shape(17, 17, 64, 64, 3, 2, 64), 2)},
 };
 
 /// A representative few for f16 storage: grouped convs with 4 and 8 channels per group, 1x1
@@ -235,6 +243,8 @@ inline constexpr named_shape f16_shapes[] = {
     {"3x3 20->33 on 5x6", shape(5, 6, 20, 33, 3)},
     {"3x3/2 on 9x5 5->12", shape(9, 5, 5, 12, 3, 2)},
     {"depthwise 3x3/2 20 channels on 9x9", shape(9, 9, 20, 20, 3, 2, 20)},
+    {"depthwise 3x3 128 channels on 9x11", shape(9, 11, 128, 128, 3, 1, 128)},
+    {"depthwise 5x5/2 64 channels on 17x19", shape(17, 19, 64, 64, 5, 2, 64)},
     {"3x3/2 20->20 10 groups of 2 on 7x7", shape(7, 7, 20, 20, 3, 2, 10)},
     {"3x3 8->12 2 groups batch 2", shape(6, 6, 8, 12, 3, 1, 2, 2)},
     {"3x3 192->256 batch 3 (items split images)", shape(5, 5, 192, 256, 3, 1, 1, 3)},

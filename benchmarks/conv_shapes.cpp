@@ -6,8 +6,8 @@
 // The shapes come from the models' node tables at compile time; a benchmark is named
 // `conv/<model>/<shape>/<impl>`. For each shape, two benchmarks on the same random data:
 // - `ipu`: `ipu::kernels::packed_conv<float>` (weights packed once, before timing), its work
-//   items handed out over an `ipu::runtime::team` with an atomic counter, as the executor does
-//   (one team for the program, as an engine keeps its own);
+//   items handed out over an `ipu::runtime::team` by `run_items`, as the executor hands them
+//   out (one team for the program, as an engine keeps its own);
 // - `onednn`: oneDNN's convolution primitive (created once), NHWC source and destination,
 //   weights reordered once into the layout the primitive asks for (`format_tag::any`),
 //   `convolution_auto`, on as many OpenMP threads.
@@ -36,11 +36,9 @@
 #include <benchmark/benchmark.h>
 
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <random>
 #include <span>
@@ -157,32 +155,19 @@ ipu::runtime::team& team_of(unsigned threads) {
   return team;
 }
 
-/// ipu's convolution over a team: work items from an atomic counter.
+/// ipu's convolution over a team: its work items handed out as the executor hands them out
+/// (`team::run_items`).
 class ipu_conv {
  public:
-  ipu_conv(const conv_shape& s, std::span<const float> kernel, ipu::runtime::team& team)
-      : conv_(s, kernel), team_(team), task_([this](unsigned) {
-          const std::int64_t items = conv_.work_items();
-          for (std::int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < items;
-               i = next_.fetch_add(1, std::memory_order_relaxed))
-            conv_.run(in_, out_, {}, i);
-        }) {}
+  ipu_conv(const conv_shape& s, std::span<const float> kernel, ipu::runtime::team& team) : conv_(s, kernel), team_(team) {}
 
   void run(const float* in, float* out) {
-    if (conv_.work_items() == 1) return conv_.run(in, out, {}, 0);  // as the executor: no wake-up
-    in_ = in;
-    out_ = out;
-    next_.store(0, std::memory_order_relaxed);
-    team_.run(task_);  // the team's barriers order these writes before the workers read them
+    team_.run_items(conv_.work_items(), [&](std::int64_t i) { conv_.run(in, out, {}, i); });
   }
 
  private:
   ipu::kernels::packed_conv<float> conv_;
   ipu::runtime::team& team_;
-  std::function<void(unsigned)> task_;
-  std::atomic<std::int64_t> next_{0};
-  const float* in_ = nullptr;
-  float* out_ = nullptr;
 };
 
 #if IPU_BENCH_HAVE_DNNL

@@ -234,16 +234,10 @@ class fast_executor {
   aligned_vector<T>& host_of(int j) { return host_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(j)])]; }
 
 
-  /// Runs `work(item)` for `items` items spread over the threads; a single item on the calling
-  /// thread, without waking the others (a squeeze-and-excitation's 1x1 convolutions on one
-  /// pixel take less time than a wake-up).
+  /// Runs `work(item)` for `items` items spread over the threads (`team::run_items`).
   template <class F>
   void parallel_items(std::int64_t items, F&& work) {
-    if (items == 1) return work(std::int64_t{0});
-    std::atomic<std::int64_t> next{0};
-    team_.run([&](unsigned) {
-      for (std::int64_t i = next.fetch_add(1); i < items; i = next.fetch_add(1)) work(i);
-    });
+    team_.run_items(items, work);
   }
 
   const program& prog_;

@@ -2,7 +2,8 @@
 /// \file
 /// `ipu::runtime::team`: a fixed set of host threads that run one phase of a BSP step
 /// together. `run(f)` calls `f(thread)` on every thread (the caller is thread 0) and returns
-/// when all have finished: the return is the sync between two phases.
+/// when all have finished: the return is the sync between two phases. `run_items(n, f)` runs
+/// `f(item)` for n work items in one phase, each thread its own share of them first.
 
 #include <ipu/runtime/spin.hpp>
 
@@ -75,7 +76,45 @@ class team {
     if (error_) std::rethrow_exception(error_);
   }
 
+  /// Runs `work(item)` once for every item in `[0, items)`, spread over the threads, and
+  /// rethrows as `run` does; a single item on the calling thread, without waking the others
+  /// (a squeeze-and-excitation's 1x1 convolutions on one pixel take less time than a wake-up).
+  ///
+  /// Thread `t` takes the items of its own share first, `[items * t / size(), items * (t + 1)
+  /// / size())` in order, then what is left of the others' shares. A kernel's items follow its
+  /// output's positions, so each thread works on about the same part of the batch from one
+  /// step to the next: the part whose output it has just written, and holds in its own L2.
+  /// Taken from one counter, the items went to either thread, and MobileNetV2's depthwise
+  /// layers on 2 threads (an Intel Xeon with AVX-512) ran up to 1.27 times slower: 14x14x576
+  /// 1.25, 28x28x192 1.27, 56x56x144 1.12, 7x7x960 1.05.
+  template <class F>
+  void run_items(std::int64_t items, F&& work) {
+    if (items <= 0) return;
+    if (items == 1) return static_cast<void>(work(std::int64_t{0}));
+    const auto threads = static_cast<std::int64_t>(size_);
+    for (std::int64_t t = 0; t < threads; ++t) {
+      share& s = shares_[static_cast<std::size_t>(t)];
+      s.next.store(items * t / threads, std::memory_order_relaxed);
+      s.end = items * (t + 1) / threads;
+    }
+    run([this, &work](unsigned t) {  // the phase's start orders the stores above before the reads
+      for (std::size_t k = 0; k < shares_.size(); ++k) {
+        share& s = shares_[(t + k) % shares_.size()];
+        for (std::int64_t i = s.next.fetch_add(1, std::memory_order_relaxed); i < s.end;
+             i = s.next.fetch_add(1, std::memory_order_relaxed))
+          work(i);
+      }
+    });
+  }
+
  private:
+  /// The items of one thread's share that are not yet taken: `[next, end)`. Each on a cache
+  /// line of its own, as every thread takes from each.
+  struct alignas(64) share {
+    std::atomic<std::int64_t> next{0};
+    std::int64_t end = 0;
+  };
+
   /// Wakes the workers for the next phase: what the caller wrote before is visible to them.
   void start_phase() noexcept {
     phase_.fetch_add(1, std::memory_order_release);
@@ -120,6 +159,7 @@ class team {
   alignas(64) std::atomic<std::uint32_t> phase_{0};     // phases started; a worker waits for the next
   alignas(64) std::atomic<std::uint32_t> finished_{0};  // workers' phase ends, all phases counted
   std::uint32_t finished_target_ = 0;                   // `finished_` when the current phase has ended
+  std::vector<share> shares_ = std::vector<share>(size_);  // per thread, for `run_items`
 };
 
 /// Runs `body(k)` for every `k` in `[0, count)`, each on a thread of its own, as a pipeline

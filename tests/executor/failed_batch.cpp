@@ -1,6 +1,7 @@
 // A batch that fails part way (an allocation throws) leaves the engine as it was before the
 // batch: the next batch gives the same bits, and faithful mode's measured memory still equals
-// the plan. Every allocation of a batch is made to fail in turn.
+// the plan. Every allocation of a batch is made to fail in turn. A batch in fast mode, after
+// the first, allocates nothing.
 
 #include <catch2/catch.hpp>
 
@@ -96,6 +97,13 @@ TEST_CASE("after a batch that fails at any allocation, the next batch is as if i
     e.infer(x, y);
     const long per_batch = allocations_made.load();
     INFO((mode == ipu::execution_mode::fast ? "fast" : "faithful") << " mode, " << per_batch << " allocations per batch");
+    if (mode == ipu::execution_mode::fast) {
+      // `infer(x, y)` allocates nothing once the first batch has run (docs/executor.md): the
+      // buffers, packed weights and per-thread scratch are kept, and the work items are
+      // handed out without a heap allocation. So no allocation can fail.
+      CHECK(per_batch == 0);
+      continue;
+    }
     CHECK(per_batch > 0);
     long failed = 0;
     for (long k = 0; k < per_batch; ++k) {

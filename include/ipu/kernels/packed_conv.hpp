@@ -115,6 +115,11 @@ struct epilogue {
   activation_kind activation = activation_kind::none;  ///< applied last
 };
 
+/// Work items that a convolution is cut into at least, where its items could be larger: with
+/// fewer, the threads end apart. `packed_conv`'s 1x1 items that compute every panel, and
+/// `ops::conv`'s kernel gradient, which splits its positions into parts below as many blocks.
+inline constexpr std::int64_t min_work_items = 8;
+
 inline namespace IPU_SIMD_NAMESPACE {
 namespace detail {
 
@@ -143,11 +148,6 @@ constexpr int depthwise_rows = 6;
 /// Reference Manual; AnandTech, "The Intel Skylake-X Review", 2017, p. 4: "32KB 8-way") and on
 /// AMD's Zen 1 to 4; 48 KiB since Ice Lake.
 constexpr std::int64_t l1_data_bytes = 32 * 1024;
-
-/// Work items that a convolution is cut into at least, where its items could be larger: with
-/// fewer, the threads end apart (as `ops::conv`'s kernel gradient, which splits its positions
-/// into parts below as many blocks).
-constexpr std::int64_t min_items = 8;
 
 /// Bytes of a core's L2 cache, as the C library reads them from the processor (glibc's
 /// `sysconf(_SC_LEVEL2_CACHE_SIZE)`, from CPUID); where it cannot tell, 256 KiB, the least of
@@ -727,7 +727,7 @@ class packed_conv {
       // through. On 2 threads, ResNet's 1x1 convolutions on 56x56 and 28x28 ran 1.05 to 1.17
       // times faster, EfficientNet-B0's 28x28x40->240 1.12 to 1.26; a 2 MiB kernel on a 2 MiB
       // L2 (14x14x512->1024) ran 0.92 times as fast. The items are made smaller where they
-      // would be fewer than `detail::min_items`: 3 items of 7x7x160->960 ran 0.85 times as
+      // would be fewer than `min_work_items`: 3 items of 7x7x160->960 ran 0.85 times as
       // fast. A larger kernel keeps one panel per item, so that the panel, not the input,
       // stays in cache.
       std::int64_t item_positions = positions;
@@ -739,7 +739,7 @@ class packed_conv {
       } else if (geometry_.one_to_one() && kernel_bytes <= detail::l2_bytes() / 2) {
         panel_groups_ = 1;
         panels_per_item_ = panels;
-        item_positions = std::clamp<std::int64_t>(s.positions() / detail::min_items, 1, positions);
+        item_positions = std::clamp<std::int64_t>(s.positions() / min_work_items, 1, positions);
       }
       if (geometry_.one_to_one()) {
         chunk_ = std::min(s.positions(), (item_positions + tiles - 1) / tiles * tiles);
@@ -892,8 +892,8 @@ class packed_conv {
     }
   }
 
-  template <int Vectors, class In>
-  void dense_runs(const source<In>& in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
+  template <int Vectors>
+  void dense_runs(const source<float>& in, T* out, const epilogue<T>& e, const panel& pn, std::int64_t p0, std::int64_t p1) const {
     constexpr int rows = detail::dense_rows(Vectors);
     const float* w = weights_.data() + pn.offset;
     const std::int64_t oc = shape_.out_channels;
@@ -902,7 +902,7 @@ class packed_conv {
     // Positions left alone, gathered by their windows' shape, for a panel of one vector (as
     // many as a tile's rows, which its epilogue reads up to the gathered count).
     static_assert(detail::gather_rows <= rows);
-    detail::lone_position<In> lone[rows]{};
+    detail::lone_position<float> lone[rows]{};
     int lone_count = 0;
     std::int64_t lone_h = 0, lone_w = 0, row = 0, pixel = 0;
     const auto flush = [&] {
@@ -919,7 +919,7 @@ class packed_conv {
     // their 4-vector panels, and a tile of 4 rows took 2.3 times a 6-row tile's time per
     // multiply-add (`perf`, 56x56x256->512 at stride 2, one thread).
     const bool gather_ends = shape_.kernel.area() == 1 && !geometry_.one_to_one();
-    const In* end_x[rows]{};
+    const float* end_x[rows]{};
     std::int64_t end_p[rows]{};
     int end_count = 0;
     const auto flush_ends = [&] {
@@ -935,7 +935,7 @@ class packed_conv {
     };
     // Always inlined: left out of line, its tiles were calls (ResNeXt's 7x7x1024 grouped
     // convolution ran 0.91 times as fast).
-    const auto run = [&](detail::input_walk<In> x, const detail::taps& t, std::int64_t p, std::int64_t n,
+    const auto run = [&](detail::input_walk<float> x, const detail::taps& t, std::int64_t p, std::int64_t n,
                          std::int64_t ps) __attribute__((always_inline)) {
       const auto at = [&](int r) { return (p + r * ps) * oc; };
       const auto finish_tile = [&](const auto& tl) { detail::finish_tile<rows>(tl.acc, pe, at, out); };

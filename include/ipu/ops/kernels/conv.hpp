@@ -308,9 +308,10 @@ struct matmul_kernel : kernel_base {
   /// positions in chunks of `chunk`: it gathers the chunk's values of X for its rows
   /// (`[position][row]`, read in place for a 1x1 convolution at stride 1) and adds their
   /// products to its sums, `tile_rows` rows by `tile_vectors` vectors of columns in registers at
-  /// a time, position after position in order. A gradient with fewer blocks than `min_items`
-  /// splits the positions into parts too, at most one per `min_part` chunks, whose sums are
-  /// added to `dw` part after part. Neither the blocks nor the parts depend on the threads.
+  /// a time, position after position in order. A gradient with fewer blocks than
+  /// `kernels::min_work_items` splits the positions into parts too, at most one per `min_part`
+  /// chunks, whose sums are added to `dw` part after part. Neither the blocks nor the parts
+  /// depend on the threads.
   template <class Ctx>
   static void kernel_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
     using kernels::simd::vec;
@@ -321,7 +322,7 @@ struct matmul_kernel : kernel_base {
     const std::int64_t taps = g.kernel_h * g.kernel_w, positions = n.out.elements() / cout, rows = taps * cin_g;
     const std::int64_t row_blocks = detail::div_up(rows, block_rows), column_blocks = detail::div_up(cout_g, block_columns);
     const std::int64_t blocks = groups * row_blocks * column_blocks, chunks = detail::div_up(positions, chunk);
-    const std::int64_t parts = std::clamp<std::int64_t>(detail::div_up(min_items, blocks), 1, std::max<std::int64_t>(1, chunks / min_part));
+    const std::int64_t parts = std::clamp<std::int64_t>(detail::div_up(kernels::min_work_items, blocks), 1, std::max<std::int64_t>(1, chunks / min_part));
     const bool in_place = std::is_same_v<value, float> && g.pointwise() && g.pad_top == 0 && g.pad_left == 0 &&
                           g.in_height == g.out_height && g.in_width == g.out_width;
     const value* x = c.input();
@@ -395,8 +396,6 @@ struct matmul_kernel : kernel_base {
   static constexpr std::int64_t block_rows = 48;
   /// `kernel_gradient`: columns (output channels) of a block, two register tiles wide.
   static constexpr std::int64_t block_columns = 2 * tile_vectors * kernels::simd::vec::width;
-  /// `kernel_gradient`: fewer blocks than this split the positions into parts too.
-  static constexpr std::int64_t min_items = 8;
   /// `kernel_gradient`: chunks per part at least.
   static constexpr std::int64_t min_part = 4;
 

@@ -207,6 +207,7 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv with infinite weights gives the sca
       {"3x3 20->33 on 5x6", shape(5, 6, 20, 33, 3)},
       {"1x1 33->33 on 7x5", shape(7, 5, 33, 33, 1)},
       {"depthwise 3x1 dilation 2 8 channels on 7x5", with(shape(7, 5, 8, 8, ipu::hw{3, 1}, 1, 8), 2)},
+      {"depthwise 5x5 40 channels on 7x7 (a padded window, were the weights finite)", shape(7, 7, 40, 40, 5, 1, 40)},
   };
   const auto check = [&]<class T>(const named_shape& c, std::type_identity<T>) {
     INFO(c.what << ": " << describe(c.shape) << ", " << type_name<T>);
@@ -291,7 +292,7 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in an
   // Dense panels with work items that end inside images and rows, one panel per item (a
   // kernel larger than L1) and every panel in each item (a 1x1 from few channels, and one
   // larger than L1 but within half the L2); groups in lanes; depthwise items of whole rows
-  // that run on into the next image.
+  // that run on into the next image, and of one image's rows by a few vectors (a padded window).
   check_work_item_orders<float>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
   check_work_item_orders<float>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
   check_work_item_orders<ipu::f16>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
@@ -303,6 +304,8 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in an
   check_work_item_orders<float>({"3x3 64->64 4 groups of 16 on 20x20", shape(20, 20, 64, 64, 3, 1, 4)});
   check_work_item_orders<float>({"depthwise 3x3 200 channels on 28x28 batch 2", shape(28, 28, 200, 200, 3, 1, 200, 2)});
   check_work_item_orders<ipu::f16>({"depthwise 3x3 200 channels on 28x28 batch 2", shape(28, 28, 200, 200, 3, 1, 200, 2)});
+  check_work_item_orders<float>({"depthwise 5x5 100 channels on 7x7 batch 3", shape(7, 7, 100, 100, 5, 1, 100, 3)});
+  check_work_item_orders<ipu::f16>({"depthwise 5x5 100 channels on 7x7 batch 3", shape(7, 7, 100, 100, 5, 1, 100, 3)});
   check_work_item_orders<ipu::f16>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
   check_work_item_orders<ipu::f16>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
 }

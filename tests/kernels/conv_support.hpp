@@ -228,6 +228,16 @@ inline constexpr named_shape odd_shapes[] = {
     {"depthwise 5x5 72 channels on 12x10 batch 2", shape(12, 10, 72, 72, 5, 1, 72, 2)},
     {"depthwise 5x5/2 64 channels on 17x19", shape(17, 19, 64, 64, 5, 2, 64)},
     {"depthwise 3x3/2 dilation 2 64 channels on 17x17", with(shape(17, 17, 64, 64, 3, 2, 64), 2)},
+    // Depthwise at stride 1 on rows whose edge columns are half of them or more, computed from a
+    // zero-padded window in whole tiles (`run_depthwise_window`): a 5x5 on 7x7 with groups of
+    // 4 vectors and a partial last group and vector, a 3x3 on rows of 4 and 3, dilation (the
+    // taps a cell apart no more), padding other than SAME, and a kernel wider than the image.
+    {"depthwise 5x5 100 channels on 7x7 batch 3 (padded window)", shape(7, 7, 100, 100, 5, 1, 100, 3)},
+    {"depthwise 3x3 16 channels on 5x4 (padded window)", shape(5, 4, 16, 16, 3, 1, 16)},
+    {"depthwise 3x3 72 channels on 9x3 batch 2 (padded window)", shape(9, 3, 72, 72, 3, 1, 72, 2)},
+    {"depthwise 3x3 dilation 2 40 channels on 6x6 (padded window)", with(shape(6, 6, 40, 40, 3, 1, 40), 2)},
+    {"depthwise 5x5 24 channels on 6x5, padding 0,4,1,3 (padded window)", with(shape(6, 5, 24, 24, 5, 1, 24), 1, ipu::padding{.same = false, .top = 0, .bottom = 4, .left = 1, .right = 3})},
+    {"depthwise 7x7 64 channels on 3x3 (padded window)", shape(3, 3, 64, 64, 7, 1, 64)},
 };
 
 /// A representative few for f16 storage: grouped convs with 4 and 8 channels per group, 1x1
@@ -245,6 +255,7 @@ inline constexpr named_shape f16_shapes[] = {
     {"depthwise 3x3/2 20 channels on 9x9", shape(9, 9, 20, 20, 3, 2, 20)},
     {"depthwise 3x3 128 channels on 9x11", shape(9, 11, 128, 128, 3, 1, 128)},
     {"depthwise 5x5/2 64 channels on 17x19", shape(17, 19, 64, 64, 5, 2, 64)},
+    {"depthwise 5x5 100 channels on 7x7 batch 3 (padded window)", shape(7, 7, 100, 100, 5, 1, 100, 3)},
     {"3x3/2 20->20 10 groups of 2 on 7x7", shape(7, 7, 20, 20, 3, 2, 10)},
     {"3x3 8->12 2 groups batch 2", shape(6, 6, 8, 12, 3, 1, 2, 2)},
     {"3x3 192->256 batch 3 (items split images)", shape(5, 5, 192, 256, 3, 1, 1, 3)},

@@ -692,7 +692,24 @@ class packed_conv {
     panel_groups_ = panels;
     panels_per_item_ = 1;
     constexpr std::int64_t tiles = 24;
-    if (depthwise_) {  // items of whole output rows, every channel
+    constexpr std::int64_t quarter = 4;  // a depthwise item's share of the others' work (below)
+    // A depthwise convolution at stride 1 whose edge columns (a kernel's span less one) are at
+    // least half of each output row, as a 5x5 kernel's on a 7x7 image: in place, such a row is
+    // a run too short for a whole tile and a short run down each edge column, all tiles of a
+    // few positions. `run_depthwise_window` computes the rows from a zero-padded window in
+    // whole tiles instead, with every tap: EfficientNet-B0's 7x7x1152 5x5 ran 1.13 to 1.31
+    // times faster on 2 threads (`bench_conv_shapes`; 1.35 to 1.6 alternating in one
+    // process). Where the edges are less of the row it gains nothing, or loses (one process,
+    // 2 threads: 7x7x960 3x3, 1.0 to 1.2; 14x14x672 5x5, 1.0 to 1.1; 14x14x576 3x3, 0.77),
+    // the copy and the positions on the padding costing what the whole tiles save. With a
+    // non-finite weight, `0 * w` on the padding would be NaN: in place.
+    const bool edge_rows = s.stride.h == 1 && s.stride.w == 1 && 2 * (geometry_.span_w() - 1) >= s.out_width();
+    if (depthwise_ && finite_ && edge_rows) {  // items of whole output rows of one image, by a tile's vectors
+      depthwise_window_ = true;
+      panels_per_item_ = std::min<std::int64_t>(panels, detail::depthwise_vectors);
+      panel_groups_ = (panels + panels_per_item_ - 1) / panels_per_item_;
+      cut_rows(std::max<std::int64_t>(1, positions / panels_per_item_ / quarter));
+    } else if (depthwise_) {  // items of whole output rows, every channel
       // A quarter of the others' work: nothing is copied per item, so a smaller item costs
       // little, and a small layer (7x7x960, 3.4 MFLOP) still makes items for every thread.
       // MobileNetV2's depthwise layers on 2 threads ran 1.1 to 1.4 times faster than with
@@ -701,7 +718,6 @@ class packed_conv {
       // as its interior rows do: with items of one or two rows, an edge column was a tile of
       // one or two positions, and the depthwise layers of MobileNetV2 and EfficientNet-B0 ran
       // 0.95 to 1.3 times as fast on 2 threads (most 1.02 to 1.13).
-      constexpr std::int64_t quarter = 4;
       panel_groups_ = 1;
       const std::int64_t item_positions = std::max<std::int64_t>(1, positions / panels / quarter);
       const std::int64_t item_rows = (item_positions + s.out_width() - 1) / s.out_width();
@@ -1016,30 +1032,35 @@ class packed_conv {
   };
 
   /// Copies the input rows `[ih0, ih0 + rows)` of `image` that panels `[first_panel,
-  /// last_panel)` read into a per-thread window, one plane of `cells` cells per panel. A cell is
-  /// a vector: one pixel's channels of the panel's groups, widened to f32 and transposed
-  /// (`transpose<Chunk, width / Chunk>`), channel `j` of each group side by side, as
-  /// `lanes_tile` reads them. Window row `r` starts at cell `r * pitch`, and column `iw` of the
-  /// image is its cell `lead + iw`; every other cell, and every row outside the image, is zero.
-  /// Each pixel's channels of all the panels lie side by side in the input and are copied
-  /// together, several cache lines of a pixel at a time rather than one.
+  /// last_panel)` read into a per-thread window, one plane of `cells` cells per `group`
+  /// consecutive panels. A cell is `group` vectors, one per panel: one pixel's channels of the
+  /// panel's groups, widened to f32 and transposed (`transpose<Chunk, width / Chunk>`), channel
+  /// `j` of each group side by side, as `lanes_tile` reads them (one vector per cell), or, for a
+  /// depthwise convolution (`Chunk` the width, no transposition), a pixel's consecutive
+  /// channels as `depthwise_tile` reads them in place. Window row `r` starts at cell `r *
+  /// pitch`, and column `iw` of the image is its cell `lead + iw`; every other cell, and every
+  /// row outside the image, is zero. Each pixel's channels of all the panels lie side by side
+  /// in the input and are copied together, several cache lines of a pixel at a time rather
+  /// than one.
   template <int Chunk>
   const float* lanes_window(const T* in, std::int64_t image, std::int64_t ih0, std::int64_t rows, std::int64_t lead, std::int64_t pitch,
-                            std::int64_t cells, std::int64_t first_panel, std::int64_t last_panel) const {
-    constexpr std::int64_t cell = detail::width;
+                            std::int64_t cells, std::int64_t first_panel, std::int64_t last_panel, std::int64_t group = 1) const {
+    const std::int64_t cell = group * detail::width;
     const window_geometry& g = geometry_;
     // Everything the copy reads besides the input, read before its first store (which may
     // alias anything). The panels are consecutive: each pixel's channels of all of them are
     // one run, whole vectors but for the last panel's.
     const std::int64_t c = shape_.in_channels, panels = last_panel - first_panel, plane = cells * cell;
+    const std::int64_t planes = (panels + group - 1) / group;
     const std::int64_t first = panels_[static_cast<std::size_t>(first_panel)].first;
     const int last = static_cast<int>(panels_[static_cast<std::size_t>(last_panel - 1)].channels);
-    thread_local aligned_vector<float> buffer;  // (panel, cells, lanes)
-    buffer.resize(static_cast<std::size_t>(panels * plane));
+    thread_local aligned_vector<float> buffer;  // (plane, cells, panel of the group, lanes)
+    buffer.resize(static_cast<std::size_t>(planes * plane));
     float* const window = buffer.data();
     const auto zeros = [&](std::int64_t from, std::int64_t to) {  // cells [from, to) of every plane
-      for (std::int64_t p = 0; p < panels; ++p) std::fill(window + p * plane + from * cell, window + p * plane + to * cell, 0.0f);
+      for (std::int64_t p = 0; p < planes; ++p) std::fill(window + p * plane + from * cell, window + p * plane + to * cell, 0.0f);
     };
+    const auto vector_at = [&](std::int64_t p) { return p / group * plane + p % group * detail::width; };  // panel p's, in a cell
     std::int64_t written = 0;  // cells before it are written
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t ih = ih0 + r;
@@ -1050,9 +1071,9 @@ class packed_conv {
       float* to = window + begin * cell;
       for (std::int64_t iw = 0; iw < g.in_width; ++iw, pixel += c, to += cell) {
         for (std::int64_t p = 0; p + 1 < panels; ++p)
-          simd::store(to + p * plane, simd::transpose<Chunk, detail::width / Chunk>(simd::load_widened(pixel + p * cell, cell)));
-        simd::store(to + (panels - 1) * plane,
-                    simd::transpose<Chunk, detail::width / Chunk>(simd::load_widened(pixel + (panels - 1) * cell, last)));
+          simd::store(to + vector_at(p), simd::transpose<Chunk, detail::width / Chunk>(simd::load_widened(pixel + p * detail::width, detail::width)));
+        simd::store(to + vector_at(panels - 1),
+                    simd::transpose<Chunk, detail::width / Chunk>(simd::load_widened(pixel + (panels - 1) * detail::width, last)));
       }
       written = begin + g.in_width;
     }
@@ -1184,6 +1205,60 @@ class packed_conv {
     });
   }
 
+  /// A depthwise convolution at stride 1, output rows `[oh0, oh1)` of `image`, the channels of
+  /// panels `[first_panel, last_panel)` (at most `depthwise_vectors`), from a zero-padded window
+  /// of the rows they read, each cell a pixel's channels of the panels (`lanes_window`): as in
+  /// `run_lanes`, the output rows are one run of positions a cell apart, those on the padding
+  /// between two rows computed and not stored, every position takes every tap (a padding tap
+  /// adds `0 * w`, which leaves the sum's bits as they were for finite weights), and the run's
+  /// end is padded with zero cells to whole tiles, so that every tile is a whole one
+  /// (`depthwise_row_tile` for 3 or 5 kernel columns, else `depthwise_tile`).
+  void run_depthwise_window(const T* in, T* out, const epilogue<T>& e, std::int64_t first_panel, std::int64_t last_panel,
+                            std::int64_t image, std::int64_t oh0, std::int64_t oh1) const {
+    constexpr int rows = detail::depthwise_rows, vectors = detail::depthwise_vectors;
+    constexpr std::int64_t cell = vectors * detail::width;
+    const window_geometry& g = geometry_;
+    const std::int64_t ow_n = g.out_width, oc = shape_.out_channels, first = (image * g.out_height + oh0) * ow_n;
+    const std::int64_t in_rows = oh1 - oh0 - 1 + g.span_h(), reach = ow_n - 1 + g.span_w();  // at stride 1
+    const std::int64_t pitch = std::max(g.pad_left + g.in_width, reach - g.pad_left);
+    const std::int64_t n = (oh1 - oh0 - 1) * pitch + ow_n, tiles = (n + rows - 1) / rows;
+    // Every cell the last tile's last position reads, past the rows' own.
+    const std::int64_t cells = std::max(in_rows * pitch, tiles * rows - 1 + (g.span_h() - 1) * pitch + g.span_w());
+    const float* const window = lanes_window<detail::width>(in, image, oh0 - g.pad_top, in_rows, g.pad_left, pitch, cells, first_panel,
+                                                            last_panel, vectors);
+    const std::int64_t w_step = shape_.kernel.area() * detail::width;
+    const int last = static_cast<int>(panels_[static_cast<std::size_t>(last_panel - 1)].channels);  // lanes of the last vector
+    const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
+    const auto channels = [&]<int v_n, bool Partial>() {
+      const panel& pn = panels_[static_cast<std::size_t>(first_panel)];
+      const float* w = weights_.data() + pn.offset;
+      const detail::panel_epilogue<v_n, T> pe(e, pn.first, Partial ? last : detail::width);
+      detail::input_walk<float> x{window, 0, cell, g.dilation_h * pitch * cell, g.dilation_w * cell};
+      std::int64_t row = 0, column = 0;  // of the next position
+      for (std::int64_t q = 0; q < n; q += rows, x.base += rows * cell) {
+        std::int64_t offsets[rows]{};
+        detail::marked_positions stored{0};
+        for (int r = 0; r < rows; ++r) {
+          if (q + r < n && column < ow_n) stored.bits |= 1u << r, offsets[r] = (first + row * ow_n + column) * oc;
+          if (++column == pitch) column = 0, ++row;
+        }
+        const auto place = [&](int r) { return offsets[r]; };
+        bool slid = false;
+        if constexpr (!Partial)
+          slid = detail::with_row_taps(x, all, [&](auto taps, auto stride) {
+            detail::whole_tile<rows>([&] { return detail::depthwise_row_tile<rows, v_n, taps, stride>(x, all, g.kernel_w, w, w_step); },
+                                     pe, place, out, stored);
+          });
+        if (!slid)
+          detail::whole_tile<rows>([&] { return detail::depthwise_tile<rows, v_n, Partial>(x, all, g.kernel_w, last, w, w_step); }, pe,
+                                   place, out, stored);
+      }
+    };
+    detail::with_count<vectors>(static_cast<int>(last_panel - first_panel), [&](auto v_n) {
+      last == detail::width ? channels.template operator()<v_n, false>() : channels.template operator()<v_n, true>();
+    });
+  }
+
   /// Groups in lanes, output rows `[oh0, oh1)` of `image`, panels `[first_panel, last_panel)`,
   /// from the input window the rows read (`lanes_window`), zero-padded, so that every position
   /// takes every tap. A padding tap then adds `0 * w`, which leaves every partial sum as it was
@@ -1244,7 +1319,7 @@ class packed_conv {
   std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;  // positions (or output rows) per item; items per panel group
   bool row_items_ = false;  // dense items of `rows_per_item_` output rows of one image, not `chunk_` positions
   std::int64_t panel_groups_ = 0, panels_per_item_ = 1;      // consecutive panels per item (groups in lanes, padded)
-  bool lanes_ = false, depthwise_ = false, finite_ = true;
+  bool lanes_ = false, depthwise_ = false, finite_ = true, depthwise_window_ = false;
   std::vector<panel> panels_;
   // On a cache line, and each panel a whole number of vectors: no weight load spans two lines
   // (a split load costs two on Intel's cores).
@@ -1253,11 +1328,12 @@ class packed_conv {
 
 template <class T>
 void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept {
-  if (depthwise_) return run_depthwise(in, out, e, item * chunk_, std::min(shape_.positions(), (item + 1) * chunk_));
+  if (depthwise_ && !depthwise_window_) return run_depthwise(in, out, e, item * chunk_, std::min(shape_.positions(), (item + 1) * chunk_));
   const std::int64_t first_panel = item / chunks_ * panels_per_item_;
   if (lanes_) {
     const item_rows r = rows_of(item);
     const std::int64_t last_panel = std::min(static_cast<std::int64_t>(panels_.size()), first_panel + panels_per_item_);
+    if (depthwise_window_) return run_depthwise_window(in, out, e, first_panel, last_panel, r.image, r.oh0, r.oh1);
     return run_lanes(in, out, e, first_panel, last_panel, r.image, r.oh0, r.oh1);
   }
   std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);

@@ -70,7 +70,7 @@ class fast_context : public step_context<T, Acc> {
   /// Runs `work(item)` for `items` items spread over the threads.
   template <class F>
   void parallel(std::int64_t items, F&& work) const {
-    e_.parallel_items(items, work);
+    e_.parallel(items, work);
   }
   /// Runs `work(begin, end)` over `[0, count)` cut into parts, a few per thread (no more
   /// parts than the output has positions).
@@ -79,7 +79,7 @@ class fast_context : public step_context<T, Acc> {
     const std::int64_t parts_per_thread = 8;
     const std::int64_t positions = n.out.elements() / n.out.channels();
     const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>(positions, e_.team_.size() * parts_per_thread));
-    e_.parallel_items(parts, [&](std::int64_t k) { work(k * count / parts, (k + 1) * count / parts); });
+    e_.parallel(parts, [&](std::int64_t k) { work(k * count / parts, (k + 1) * count / parts); });
   }
 
  private:
@@ -124,10 +124,10 @@ class fast_executor {
   void set_parameters(int j, ops::device_values values) {
     params_[static_cast<std::size_t>(j)] = kernels_[static_cast<std::size_t>(j)].prepare(prog_.at(j), prog_.plan_of(j), values);
   }
-  /// Runs `work(item)` for `items` items spread over the threads.
+  /// Runs `work(item)` for `items` items spread over the threads (`team::run_items`).
   template <class F>
   void parallel(std::int64_t items, F&& work) {
-    parallel_items(items, work);
+    team_.run_items(items, work);
   }
 
   /// Makes step `j` read its input `k` from `values` (logical order, the input's elements)
@@ -232,13 +232,6 @@ class fast_executor {
 
   /// The host buffer of node `j`'s output.
   aligned_vector<T>& host_of(int j) { return host_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(j)])]; }
-
-
-  /// Runs `work(item)` for `items` items spread over the threads (`team::run_items`).
-  template <class F>
-  void parallel_items(std::int64_t items, F&& work) {
-    team_.run_items(items, work);
-  }
 
   const program& prog_;
   team& team_;

@@ -1212,7 +1212,8 @@ class packed_conv {
   /// between two rows computed and not stored, every position takes every tap (a padding tap
   /// adds `0 * w`, which leaves the sum's bits as they were for finite weights), and the run's
   /// end is padded with zero cells to whole tiles, so that every tile is a whole one
-  /// (`depthwise_row_tile` for 3 or 5 kernel columns, else `depthwise_tile`).
+  /// (`depthwise_row_tile` for `depthwise_vectors` whole vectors and 3 or 5 kernel columns,
+  /// else `depthwise_tile`).
   void run_depthwise_window(const T* in, T* out, const epilogue<T>& e, std::int64_t first_panel, std::int64_t last_panel,
                             std::int64_t image, std::int64_t oh0, std::int64_t oh1) const {
     constexpr int rows = detail::depthwise_rows, vectors = detail::depthwise_vectors;
@@ -1244,7 +1245,7 @@ class packed_conv {
         }
         const auto place = [&](int r) { return offsets[r]; };
         bool slid = false;
-        if constexpr (!Partial)
+        if constexpr (v_n == vectors && !Partial)  // as `depthwise_channels`: fewer tiles to compile
           slid = detail::with_row_taps(x, all, [&](auto taps, auto stride) {
             detail::whole_tile<rows>([&] { return detail::depthwise_row_tile<rows, v_n, taps, stride>(x, all, g.kernel_w, w, w_step); },
                                      pe, place, out, stored);

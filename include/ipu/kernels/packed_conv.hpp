@@ -1031,6 +1031,26 @@ class packed_conv {
     std::int64_t first, step, pitch, columns, row_step;
   };
 
+  /// The zero-padded window of output rows `[oh0, oh1)` that `lanes_window` copies: its input
+  /// `rows`; its `pitch`, the cells from one row's start to the next's (the image's columns
+  /// after the left padding, or the cells a row's windows reach past it, whichever is more); at
+  /// stride 1, the `positions` of the run across the rows, a cell apart (`run_places`); and its
+  /// `cells`, all that the rows and the run's positions, rounded up to whole tiles of `tile`,
+  /// read.
+  struct padded_window {
+    std::int64_t rows, pitch, positions, cells;
+  };
+  padded_window padded_window_of(std::int64_t oh0, std::int64_t oh1, std::int64_t tile = 1) const noexcept {
+    const window_geometry& g = geometry_;
+    const std::int64_t rows = (oh1 - oh0 - 1) * g.stride_h + g.span_h();
+    const std::int64_t reach = (g.out_width - 1) * g.stride_w + g.span_w();  // cells a row's windows span from column -pad_left
+    const std::int64_t pitch = std::max(g.pad_left + g.in_width, reach - g.pad_left);
+    const std::int64_t positions = (oh1 - oh0 - 1) * pitch + g.out_width;
+    const std::int64_t padded = (positions + tile - 1) / tile * tile;
+    return {rows, pitch, positions,
+            std::max((rows - 1) * pitch + std::max(pitch, reach), padded - 1 + (g.span_h() - 1) * pitch + g.span_w())};
+  }
+
   /// Copies the input rows `[ih0, ih0 + rows)` of `image` that panels `[first_panel,
   /// last_panel)` read into a per-thread window, one plane of `cells` cells per `group`
   /// consecutive panels. A cell is `group` vectors, one per panel: one pixel's channels of the
@@ -1220,13 +1240,9 @@ class packed_conv {
     constexpr std::int64_t cell = vectors * detail::width;
     const window_geometry& g = geometry_;
     const std::int64_t ow_n = g.out_width, oc = shape_.out_channels, first = (image * g.out_height + oh0) * ow_n;
-    const std::int64_t in_rows = oh1 - oh0 - 1 + g.span_h(), reach = ow_n - 1 + g.span_w();  // at stride 1
-    const std::int64_t pitch = std::max(g.pad_left + g.in_width, reach - g.pad_left);
-    const std::int64_t n = (oh1 - oh0 - 1) * pitch + ow_n, tiles = (n + rows - 1) / rows;
-    // Every cell the last tile's last position reads, past the rows' own.
-    const std::int64_t cells = std::max(in_rows * pitch, tiles * rows - 1 + (g.span_h() - 1) * pitch + g.span_w());
-    const float* const window = lanes_window<detail::width>(in, image, oh0 - g.pad_top, in_rows, g.pad_left, pitch, cells, first_panel,
-                                                            last_panel, vectors);
+    const padded_window pw = padded_window_of(oh0, oh1, rows);
+    const float* const window =
+        lanes_window<detail::width>(in, image, oh0 - g.pad_top, pw.rows, g.pad_left, pw.pitch, pw.cells, first_panel, last_panel, vectors);
     const std::int64_t w_step = shape_.kernel.area() * detail::width;
     const int last = static_cast<int>(panels_[static_cast<std::size_t>(last_panel - 1)].channels);  // lanes of the last vector
     const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
@@ -1234,14 +1250,14 @@ class packed_conv {
       const panel& pn = panels_[static_cast<std::size_t>(first_panel)];
       const float* w = weights_.data() + pn.offset;
       const detail::panel_epilogue<v_n, T> pe(e, pn.first, Partial ? last : detail::width);
-      detail::input_walk<float> x{window, 0, cell, g.dilation_h * pitch * cell, g.dilation_w * cell};
+      detail::input_walk<float> x{window, 0, cell, g.dilation_h * pw.pitch * cell, g.dilation_w * cell};
       std::int64_t row = 0, column = 0;  // of the next position
-      for (std::int64_t q = 0; q < n; q += rows, x.base += rows * cell) {
+      for (std::int64_t q = 0; q < pw.positions; q += rows, x.base += rows * cell) {
         std::int64_t offsets[rows]{};
         detail::marked_positions stored{0};
-        for (int r = 0; r < rows; ++r) {
-          if (q + r < n && column < ow_n) stored.bits |= 1u << r, offsets[r] = (first + row * ow_n + column) * oc;
-          if (++column == pitch) column = 0, ++row;
+        for (int r = 0; r < rows; ++r) {  // as `lanes_span`'s
+          if (q + r < pw.positions && column < ow_n) stored.bits |= 1u << r, offsets[r] = (first + row * ow_n + column) * oc;
+          if (++column == pw.pitch) column = 0, ++row;
         }
         const auto place = [&](int r) { return offsets[r]; };
         bool slid = false;
@@ -1291,11 +1307,9 @@ class packed_conv {
                        });
         return;
       }
-      const std::int64_t rows = (oh1 - oh0 - 1) * g.stride_h + g.span_h();
-      const std::int64_t reach = (ow_n - 1) * g.stride_w + g.span_w();  // cells a row's windows span from column -pad_left
-      const std::int64_t pitch = std::max(g.pad_left + g.in_width, reach - g.pad_left);
-      const std::int64_t cells = (rows - 1) * pitch + std::max(pitch, reach);
-      const float* window = lanes_window<Chunk>(in, image, oh0 * g.stride_h - g.pad_top, rows, g.pad_left, pitch, cells, first_panel, last_panel);
+      const padded_window pw = padded_window_of(oh0, oh1);
+      const std::int64_t pitch = pw.pitch, cells = pw.cells;
+      const float* window = lanes_window<Chunk>(in, image, oh0 * g.stride_h - g.pad_top, pw.rows, g.pad_left, pitch, cells, first_panel, last_panel);
       const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
       for (std::int64_t p = first_panel; p < last_panel; ++p) {
         // Tap (0, 0) of the position at window cell `base`, the next `step` cells on.
@@ -1304,7 +1318,7 @@ class packed_conv {
                                            g.dilation_h * pitch * cell, g.dilation_w * cell};
         };
         if (g.stride_h == 1 && g.stride_w == 1) {
-          lanes_span<Chunk, cell>(walk(0, 1), all, (oh1 - oh0 - 1) * pitch + ow_n, {first, 1, pitch, ow_n, ow_n}, at(p), e, out);
+          lanes_span<Chunk, cell>(walk(0, 1), all, pw.positions, {first, 1, pitch, ow_n, ow_n}, at(p), e, out);
         } else {
           for (std::int64_t oh = oh0; oh < oh1; ++oh)
             lanes_span<Chunk, 0>(walk((oh - oh0) * g.stride_h * pitch, g.stride_w), all, ow_n, {first + (oh - oh0) * ow_n, 1, ow_n, ow_n, 0},

@@ -1,11 +1,11 @@
 // The kernels other than convolution, through graphs of one to four layers: batch norm on a
 // conv's output and directly on the input (element-wise mapping), relu, max and average
-// pooling (3/2, 2/2, 3/1, 5/1, windows reaching over the borders, odd sizes, inputs in
-// block-major storage), global average pooling, dense layers (with bias, in-features not a
-// multiple of 4, 40 outputs), residual adds whose shortcut is stored like the body's output
-// and differently from it, and softmax over [N, C] with C not a multiple of 4. Every graph
-// runs in f32 and in f16 with f32 partials, on targets of 4, 16 and 64 tiles, and each run is
-// checked three ways:
+// pooling (3/2, 2/2, 3/1, 5/1, windows reaching over the borders, odd sizes, 150 channels,
+// inputs in block-major storage), global average pooling, dense layers (with bias,
+// in-features not a multiple of 4, 40 outputs), residual adds whose shortcut is stored like
+// the body's output and differently from it, and softmax over [N, C] with C not a multiple of
+// 4. Every graph runs in f32 and in f16 with f32 partials, on targets of 4, 16 and 64 tiles,
+// and each run is checked three ways:
 //   - against the double-precision reference (tests/support/reference.hpp), to 1e-5 in f32
 //     and 1e-2 in f16. The error is relative, with values smaller than a tenth of the largest
 //     expected value compared against that tenth: rounding a sum of products to f32 leaves
@@ -49,6 +49,10 @@ template <class T> using avg_3_2 = decltype(ipu::input<T, 2, 9, 9, 6> | nn::avg_
 template <class T> using avg_2_2_odd = decltype(ipu::input<T, 1, 7, 5, 10> | nn::avg_pool<2, 2>);
 template <class T> using avg_3_1 = decltype(ipu::input<T, 2, 5, 7, 3> | nn::avg_pool<3, 1>);
 template <class T> using avg_5_2 = decltype(ipu::input<T, 1, 5, 7, 6> | nn::avg_pool<5, 2>);
+/// 150 channels: more than 8 vectors of accumulators (4 or 8 lanes each), the last in part.
+template <class T> using max_3_2_wide = decltype(ipu::input<T, 1, 7, 6, 150> | nn::max_pool<3, 2>.padded(nn::pad<1>));
+template <class T>
+using avg_3_2_wide = decltype(ipu::input<T, 1, 7, 6, 150> | nn::avg_pool<3, 2>.padded(nn::pad<1>).counting_padding());
 template <class T>
 using max_after_grouped_conv = decltype(ipu::input<T, 2, 6, 6, 16> | nn::conv<16, 3, 1, 4> | nn::max_pool<3, 2>);
 template <class T>
@@ -128,11 +132,12 @@ TEST_CASE("batch norm on the input and after a conv and relu match the reference
 }
 
 TEST_CASE("max pooling 3/2 2/2 3/1 and 5/1 over odd sizes and borders matches the reference") {
-  check_nets<small_target<16>, max_3_2, max_2_2_odd, max_3_1, max_5_1, max_3_2_whole, max_after_grouped_conv>();
+  check_nets<small_target<16>, max_3_2, max_2_2_odd, max_3_1, max_5_1, max_3_2_whole, max_3_2_wide,
+             max_after_grouped_conv>();
 }
 
 TEST_CASE("average pooling 3/2 2/2 3/1 and 5/2 over odd sizes and borders matches the reference") {
-  check_nets<small_target<16>, avg_3_2, avg_2_2_odd, avg_3_1, avg_5_2, avg_after_grouped_conv>();
+  check_nets<small_target<16>, avg_3_2, avg_2_2_odd, avg_3_1, avg_5_2, avg_3_2_wide, avg_after_grouped_conv>();
 }
 
 TEST_CASE("global average pooling and dense layers match the reference") {

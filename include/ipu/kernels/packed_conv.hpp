@@ -167,24 +167,6 @@ inline std::int64_t l2_bytes() noexcept {
   return bytes;
 }
 
-/// `f(std::integral_constant<int, I>{})` for `I` in `[0, N)`, unrolled: register tiles stay in
-/// registers only when every index into them is a constant. Always inlined, as its fold: clang
-/// otherwise leaves a large tile's fold as a call, with the accumulators in memory.
-template <int N, class F>
-[[gnu::always_inline]] inline void unroll(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
-    (f(std::integral_constant<int, I>{}), ...);
-  }(std::make_integer_sequence<int, N>{});
-}
-
-/// `f(std::integral_constant<int, n>{})` for a run-time `n` in `[1, Max]`: the remainder tiles.
-template <int Max, class F>
-inline void with_count(int n, F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    (void)((n == I + 1 ? (f(std::integral_constant<int, I + 1>{}), true) : false) || ...);
-  }(std::make_integer_sequence<int, Max>{});
-}
-
 /// The taps of one output position inside the image: kernel rows `[kh0, kh1)`, columns
 /// `[kw0, kw1)`.
 struct taps {

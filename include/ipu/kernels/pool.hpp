@@ -91,27 +91,79 @@ T reduce_partials(const float* x, std::int64_t stride, std::int64_t count, std::
 // functions.
 inline namespace IPU_SIMD_NAMESPACE {
 
+namespace detail {
+
+/// The taps of one window inside the image: `rows` by `cols` pixels, `row` and `col`
+/// elements apart.
+struct pool_window {
+  std::int64_t rows, cols, row, col;
+};
+
+/// One window's reduction over `V` vectors of channels from `first` (its first tap inside the
+/// image) into `to`, the last vector `last` lanes wide: taps in order, the accumulators in
+/// registers; an average divided by `divisor`.
+template <bool Max, int V, class T>
+[[gnu::always_inline]] inline void pool_vectors(const pool_window& w, const T* first, int last, float divisor,
+                                                T* to) noexcept {
+  using simd::vec;
+  const auto lanes = [&](int v) { return v == V - 1 ? last : vec::width; };
+  vec acc[V];
+  unroll<V>([&](auto v) { acc[v] = Max ? simd::splat(-std::numeric_limits<float>::infinity()) : simd::zero(); });
+  for (std::int64_t kh = 0; kh < w.rows; ++kh)
+    for (std::int64_t kw = 0; kw < w.cols; ++kw) {
+      const T* pixel = first + kh * w.row + kw * w.col;
+      unroll<V>([&](auto v) {
+        const vec x = simd::load_widened(pixel + v * vec::width, lanes(v));
+        acc[v] = Max ? simd::max(x, acc[v]) : simd::add(acc[v], x);
+      });
+    }
+  const vec d = simd::splat(divisor);
+  unroll<V>([&](auto v) { simd::store_rounded(to + v * vec::width, Max ? acc[v] : simd::div(acc[v], d), lanes(v)); });
+}
+
+/// `pool_positions` for a maximum (`Max`) or an average: row by row, each window's taps found
+/// once, then its channels `V` vectors at a time.
+template <bool Max, class T>
+void pool_rows(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64_t channels, std::int64_t begin,
+               std::int64_t end, T* out) noexcept {
+  using simd::vec;
+  constexpr int V = 8;  // vectors of accumulators, as many loads in flight; a third of AVX-512's registers
+  const std::int64_t vectors = (channels + vec::width - 1) / vec::width;
+  const int last = simd::lanes_from(channels - (vectors - 1) * vec::width);
+  const std::int64_t per_image = g.positions_per_image();
+  for (std::int64_t p = begin; p < end;) {
+    const std::int64_t image = p / per_image, ih0 = p % per_image / g.out_width * g.stride_h - g.pad_top;
+    const auto [kh0, kh1] = g.rows_inside(ih0);
+    for (const std::int64_t row_end = std::min(end, p - p % g.out_width + g.out_width); p < row_end; ++p) {
+      const std::int64_t iw0 = p % g.out_width * g.stride_w - g.pad_left;
+      const auto [kw0, kw1] = g.columns_inside(iw0);
+      const pool_window w{kh1 - kh0, kw1 - kw0, g.dilation_h * in.row_stride, g.dilation_w * in.pixel_stride};
+      // A window wholly in the padding reads nothing (and its first tap would lie outside).
+      const T* first = w.rows * w.cols == 0 ? in.data
+                                            : in.pixel(image * g.in_height + ih0 + kh0 * g.dilation_h, iw0 + kw0 * g.dilation_w);
+      const float d = Max ? 1.0f : divisor(kind, g, p, w.rows * w.cols);
+      T* to = out + (p - begin) * channels;
+      std::int64_t v = 0;
+      for (; v + V < vectors; v += V) pool_vectors<Max, V>(w, first + v * vec::width, vec::width, d, to + v * vec::width);
+      with_count<V>(static_cast<int>(vectors - v),
+                    [&](auto n) { pool_vectors<Max, n()>(w, first + v * vec::width, last, d, to + v * vec::width); });
+    }
+  }
+}
+
+}  // namespace detail
+
 /// Positions `[begin, end)` (over all images) of an NHWC pooling, every channel, into
-/// `out[(p - begin) * channels + c]`: the values of `pool`, computed a vector of channels at
-/// a time (the taps in the same order, so the same sums).
+/// `out[(p - begin) * channels + c]`: the values of `pool` (the taps in the same order, so the
+/// same sums and maxima), computed up to 8 vectors of channels at a time.
 template <class T>
 void pool_positions(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64_t channels,
                     std::int64_t begin, std::int64_t end, T* out) noexcept {
-  using simd::vec;
-  for (std::int64_t p = begin; p < end; ++p)
-    for (std::int64_t c = 0; c < channels; c += vec::width) {
-      const int n = simd::lanes_from(channels - c);
-      vec best = simd::splat(-std::numeric_limits<float>::infinity()), sum = simd::zero();
-      int count = 0;
-      for_each_tap(g, in, p, [&](std::int64_t, std::int64_t, const T* pixel) {
-        const vec v = simd::load_widened(pixel + c, n);
-        best = simd::max(v, best);
-        sum = simd::add(sum, v);
-        ++count;
-      });
-      const vec result = kind == pool_kind::max ? best : simd::div(sum, simd::splat(divisor(kind, g, p, count)));
-      simd::store_rounded(out + (p - begin) * channels + c, result, n);
-    }
+  if (kind == pool_kind::max) {
+    detail::pool_rows<true>(kind, g, in, channels, begin, end, out);
+  } else {
+    detail::pool_rows<false>(kind, g, in, channels, begin, end, out);
+  }
 }
 
 /// The means of `count` pixels of `channels` channels, `out[c]` for `c < channels`, summed as

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -190,8 +191,9 @@ class fast_executor {
   }
 
   /// Host buffers: each output a step writes gets a slot, from that step until its last
-  /// reader has run (the graph's output: until the end), then the slot is reused; only the
-  /// outputs of the selected steps and what they read.
+  /// reader has run (the graph's output: until the end), then the slot is reused; a step
+  /// whose epilogue adds an operand that nothing reads afterwards writes over that operand
+  /// (`in_place_slot`). Only the outputs of the selected steps and what they read.
   void prepare_host_buffers() {
     const int n = prog_.size();
     slot_.assign(static_cast<std::size_t>(n), -1);
@@ -214,8 +216,9 @@ class fast_executor {
     for (int k : order) {
       const int j = written_at(k);
       const std::int64_t need = prog_.at(k).out.elements();
-      int best = -1;
-      for (int s = 0; s < static_cast<int>(busy_until.size()); ++s)
+      const int in_place = in_place_slot(j, last);
+      int best = in_place;
+      for (int s = 0; in_place < 0 && s < static_cast<int>(busy_until.size()); ++s)
         if (busy_until[static_cast<std::size_t>(s)] < j && (best < 0 || sizes[static_cast<std::size_t>(s)] > sizes[static_cast<std::size_t>(best)]))
           best = s;
       if (best < 0) {
@@ -228,6 +231,26 @@ class fast_executor {
       slot_[static_cast<std::size_t>(k)] = best;
     }
     for (std::int64_t s : sizes) host_.emplace_back(static_cast<std::size_t>(s));
+  }
+
+  /// The slot of an operand that step `j`'s epilogue reads (a fused add's residual) and that
+  /// nothing reads after the step, for the step's output to take; -1 for none. The epilogue
+  /// reads such an operand element by element at the output element's own index, before the
+  /// one thread computing that element stores it (`plan_fusion`), so writing over it changes
+  /// nothing the step still reads, unless the step's own input is that buffer. In place, the
+  /// step reads the operand and writes its output without a third stream of memory traffic for
+  /// the output's lines.
+  int in_place_slot(int j, const std::vector<int>& last) const {
+    const int end = prog_.plan_of(j).fused_end;
+    const std::span<const int> inputs = prog_.at(j).sources();
+    for (int k = j + 1, previous = j; k <= end; previous = k++)
+      for (int src : prog_.at(k).sources()) {
+        const int slot = slot_[static_cast<std::size_t>(src)];
+        if (src != previous && slot >= 0 && last[static_cast<std::size_t>(src)] <= end &&
+            std::find(inputs.begin(), inputs.end(), src) == inputs.end())
+          return slot;
+      }
+    return -1;
   }
 
   /// The host buffer of node `j`'s output.

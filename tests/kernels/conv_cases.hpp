@@ -291,13 +291,17 @@ void check_work_item_orders(const named_shape& c) {
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in any order and on any thread") {
   // Dense panels with work items that end inside images and rows, one panel per item (a
   // kernel larger than L1) and every panel in each item (a 1x1 from few channels, and one
-  // larger than L1 but within half the L2); groups in lanes; depthwise items of whole rows
+  // larger than L1 but within half the L2, at strides 1 and 2), in f16 as many as half the L2
+  // holds (a 1x1 kernel larger than that); groups in lanes; depthwise items of whole rows
   // that run on into the next image, and of one image's rows by a few vectors (a padded window).
   check_work_item_orders<float>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
   check_work_item_orders<float>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
   check_work_item_orders<ipu::f16>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
   check_work_item_orders<float>({"1x1 100->300 on 13x11 batch 3", shape(13, 11, 100, 300, 1, 1, 1, 3)});
   check_work_item_orders<ipu::f16>({"1x1 100->300 on 13x11 batch 3", shape(13, 11, 100, 300, 1, 1, 1, 3)});
+  check_work_item_orders<float>({"1x1/2 128->200 on 11x13 batch 2", shape(11, 13, 128, 200, 1, 2, 1, 2)});
+  check_work_item_orders<ipu::f16>({"1x1/2 128->200 on 11x13 batch 2", shape(11, 13, 128, 200, 1, 2, 1, 2)});
+  check_work_item_orders<ipu::f16>({"1x1 1024->600 on 5x7 batch 2", shape(5, 7, 1024, 600, 1, 1, 1, 2)});
   check_work_item_orders<float>({"3x3 128->128 32 groups on 12x12 batch 2", shape(12, 12, 128, 128, 3, 1, 32, 2)});
   check_work_item_orders<float>({"3x3/2 256->256 32 groups", shape(28, 28, 256, 256, 3, 2, 32)});
   check_work_item_orders<float>({"3x3 64->64 16 groups of 4 on 48x48", shape(48, 48, 64, 64, 3, 1, 16)});

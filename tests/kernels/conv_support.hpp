@@ -261,6 +261,8 @@ inline constexpr named_shape f16_shapes[] = {
     {"3x3 192->256 batch 3 (items split images)", shape(5, 5, 192, 256, 3, 1, 1, 3)},
     {"1x1 16->24 batch 2 on 3x5", shape(3, 5, 16, 24, 1, 1, 1, 2)},
     {"3x3 128->128 32 groups batch 2", shape(6, 6, 128, 128, 3, 1, 32, 2)},
+    {"1x1/2 128->200 on 11x13 batch 2 (every panel in each item of rows)", shape(11, 13, 128, 200, 1, 2, 1, 2)},
+    {"1x1 1024->600 on 5x7 batch 2 (as many panels per item as half the L2 holds)", shape(5, 7, 1024, 600, 1, 1, 1, 2)},
 };
 
 /// `1x28x28x64 -> 256, kernel 1x1, stride 2x2, groups 1`, then the dilation and the padding

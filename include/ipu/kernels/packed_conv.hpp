@@ -724,20 +724,28 @@ class packed_conv {
       // from memory again, and the kernel stays in L2 beside the input and output that stream
       // through. On 2 threads, ResNet's 1x1 convolutions on 56x56 and 28x28 ran 1.05 to 1.17
       // times faster, EfficientNet-B0's 28x28x40->240 1.12 to 1.26; a 2 MiB kernel on a 2 MiB
-      // L2 (14x14x512->1024) ran 0.92 times as fast. The items are made smaller where they
-      // would be fewer than `min_work_items`: 3 items of 7x7x160->960 ran 0.85 times as
-      // fast. A larger kernel keeps one panel per item, so that the panel, not the input,
-      // stays in cache.
+      // L2 (14x14x512->1024) ran 0.92 times as fast. At stride 2 as well: ResNeXt's
+      // 56x56x256->512 and ->256 ran 1.14 and 1.16 times faster on 2 threads (one process,
+      // alternating; 28x28x256->512 1.06). The items are made smaller where they would be
+      // fewer than `min_work_items`: 3 items of 7x7x160->960 ran 0.85 times as fast. A larger
+      // kernel keeps one panel per item, so that the panel, not the input, stays in cache; on
+      // f16 input, a 1x1 kernel's items take as many panels as half the L2 holds, since each
+      // item widens its input once for all its panels (`dense_source`). ResNeXt's 1x1
+      // convolutions in f16 ran 1.04 to 1.08 times faster at stride 1 and 1.14 to 1.19 at
+      // stride 2 (one process, alternating, 2 threads), 7x7x2048->1024 (one panel) as before.
       std::int64_t item_positions = positions;
       const auto kernel_bytes = static_cast<std::int64_t>(weights_.size() * sizeof(float));
       if (kernel_bytes <= detail::l1_data_bytes) {
         panel_groups_ = 1;
         panels_per_item_ = panels;
         item_positions = std::max<std::int64_t>(1, positions / panels);
-      } else if (geometry_.one_to_one() && kernel_bytes <= detail::l2_bytes() / 2) {
+      } else if (s.kernel.area() == 1 && kernel_bytes <= detail::l2_bytes() / 2) {
         panel_groups_ = 1;
         panels_per_item_ = panels;
         item_positions = std::clamp<std::int64_t>(s.positions() / min_work_items, 1, positions);
+      } else if (std::same_as<T, f16> && s.kernel.area() == 1) {
+        panels_per_item_ = std::clamp<std::int64_t>(detail::l2_bytes() / 2 / (kernel_bytes / panels), 1, panels);
+        panel_groups_ = (panels + panels_per_item_ - 1) / panels_per_item_;
       }
       if (geometry_.one_to_one()) {
         chunk_ = std::min(s.positions(), (item_positions + tiles - 1) / tiles * tiles);

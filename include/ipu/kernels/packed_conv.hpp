@@ -1298,20 +1298,20 @@ class packed_conv {
         return;
       }
       const padded_window pw = padded_window_of(oh0, oh1);
-      const std::int64_t pitch = pw.pitch, cells = pw.cells;
-      const float* window = lanes_window<Chunk>(in, image, oh0 * g.stride_h - g.pad_top, pw.rows, g.pad_left, pitch, cells, first_panel, last_panel);
+      const float* window =
+          lanes_window<Chunk>(in, image, oh0 * g.stride_h - g.pad_top, pw.rows, g.pad_left, pw.pitch, pw.cells, first_panel, last_panel);
       const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
       for (std::int64_t p = first_panel; p < last_panel; ++p) {
         // Tap (0, 0) of the position at window cell `base`, the next `step` cells on.
         const auto walk = [&](std::int64_t base, std::int64_t step) {
-          return detail::input_walk<float>{window + (p - first_panel) * cells * cell, base * cell, step * cell,
-                                           g.dilation_h * pitch * cell, g.dilation_w * cell};
+          return detail::input_walk<float>{window + (p - first_panel) * pw.cells * cell, base * cell, step * cell,
+                                           g.dilation_h * pw.pitch * cell, g.dilation_w * cell};
         };
         if (g.stride_h == 1 && g.stride_w == 1) {
-          lanes_span<Chunk, cell>(walk(0, 1), all, pw.positions, {first, 1, pitch, ow_n, ow_n}, at(p), e, out);
+          lanes_span<Chunk, cell>(walk(0, 1), all, pw.positions, {first, 1, pw.pitch, ow_n, ow_n}, at(p), e, out);
         } else {
           for (std::int64_t oh = oh0; oh < oh1; ++oh)
-            lanes_span<Chunk, 0>(walk((oh - oh0) * g.stride_h * pitch, g.stride_w), all, ow_n, {first + (oh - oh0) * ow_n, 1, ow_n, ow_n, 0},
+            lanes_span<Chunk, 0>(walk((oh - oh0) * g.stride_h * pw.pitch, g.stride_w), all, ow_n, {first + (oh - oh0) * ow_n, 1, ow_n, ow_n, 0},
                                  at(p), e, out);
         }
       }

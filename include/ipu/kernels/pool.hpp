@@ -127,7 +127,7 @@ template <bool Max, class T>
 void pool_rows(pool_kind kind, const window_geometry& g, image_view<T> in, std::int64_t channels, std::int64_t begin,
                std::int64_t end, T* out) noexcept {
   using simd::vec;
-  constexpr int V = 8;  // vectors of accumulators, as many loads in flight; a third of AVX-512's registers
+  constexpr int V = 8;  // vectors of accumulators, as many loads in flight: a quarter of AVX-512's 32 registers
   const std::int64_t vectors = (channels + vec::width - 1) / vec::width;
   const int last = simd::lanes_from(channels - (vectors - 1) * vec::width);
   const std::int64_t per_image = g.positions_per_image();

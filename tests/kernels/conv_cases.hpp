@@ -176,6 +176,10 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv matches the reference and the scala
       {"3x3 dilation 2 32->32 2 groups of 16 on 9x10", with(shape(9, 10, 32, 32, 3, 1, 2), 2)},
       {"3x3 padded 0,2,2,0 32->32 8 groups of 4 on 7x9", with(shape(7, 9, 32, 32, 3, 1, 8), 1, explicit_padding(0, 2, 2, 0))},
       {"1x5 padded 0,0,0,4 48->48 6 groups of 8 on 5x6", with(shape(5, 6, 48, 48, hw{1, 5}, 1, 6), 1, explicit_padding(0, 0, 0, 4))},
+      // Output rows that split into tiles of unequal sizes (29 positions), and rows of whole
+      // tiles (14 positions with AVX-512).
+      {"3x3 64->64 4 groups of 16 on 5x29", shape(5, 29, 64, 64, 3, 1, 4)},
+      {"3x3 32->32 4 groups of 8 on 3x14 batch 2", shape(3, 14, 32, 32, 3, 1, 4, 2)},
   };
   for (const named_shape& c : shapes) {
     check_shape<float>(c, no_fusion);

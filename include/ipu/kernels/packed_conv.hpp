@@ -136,7 +136,12 @@ constexpr int dense_rows(int vectors) noexcept {
   }
 }
 constexpr int max_panel_vectors = width == 16 ? 4 : 3;
-constexpr int lanes_rows = width == 16 ? 12 : width == 8 ? 6 : 4;
+/// Groups-in-lanes tiles: positions of one output row per tile, each an accumulator beside one
+/// weight vector (`lanes_tile`). With AVX-512, 14: a whole row, or two, of the 14x14 and 28x28
+/// maps of a 224x224 image (and a quarter of 56x56's), which ResNeXt's grouped convolutions
+/// run on; with tiles of 12 across the rows and the window's padding between them, its 14x14
+/// and 28x28 layers (16 and 8 channels per group) ran 1.12 times slower on 2 threads.
+constexpr int lanes_rows = width == 16 ? 14 : width == 8 ? 6 : 4;
 /// Depthwise tiles: vectors of consecutive channels, and positions, per tile; the
 /// accumulators and one weight vector per channel vector fit the register file (32 vector
 /// registers with AVX-512: 6 x 4 + 4; 16 with AVX2: 6 x 2 + 2), each input vector an operand
@@ -210,7 +215,7 @@ struct panel_epilogue {
 };
 
 /// Which positions `r` of a tile its epilogue stores (`stored(r)`): all of a whole tile, with no
-/// test; the first `count`; or those whose bit is set (a groups-in-lanes tile whose positions
+/// test; the first `count`; or those whose bit is set (a depthwise window's tile whose positions
 /// fall on the padding between two rows). With a bit mask for every tile, a test per position
 /// at run time, MobileNetV2 and EfficientNet-B0 ran 1.05 to 1.07 times slower.
 struct all_positions {
@@ -1013,20 +1018,18 @@ class packed_conv {
     }
   }
 
-  /// Where the positions of a run of groups-in-lanes tiles are stored: position `q` of the
-  /// run, at row `q / pitch` and column `q % pitch` of it, is output position
-  /// `first + row * row_step + column * step` when its column is below `columns`; a column from
-  /// `columns` on is the window's padding between two rows, computed and not stored.
+  /// Where a groups-in-lanes span stores: position `i` of its row `r` is output position
+  /// `first + r * row_step + i * step`.
   struct run_places {
-    std::int64_t first, step, pitch, columns, row_step;
+    std::int64_t first, step, row_step;
   };
 
   /// The zero-padded window of output rows `[oh0, oh1)` that `lanes_window` copies: its input
   /// `rows`; its `pitch`, the cells from one row's start to the next's (the image's columns
   /// after the left padding, or the cells a row's windows reach past it, whichever is more); at
-  /// stride 1, the `positions` of the run across the rows, a cell apart (`run_places`); and its
-  /// `cells`, all that the rows and the run's positions, rounded up to whole tiles of `tile`,
-  /// read.
+  /// stride 1, the `positions` of the run across the rows, a cell apart (the depthwise window's
+  /// tiles go across the rows); and its `cells`, all that the rows and the run's positions,
+  /// rounded up to whole tiles of `tile`, read.
   struct padded_window {
     std::int64_t rows, pitch, positions, cells;
   };
@@ -1091,32 +1094,35 @@ class packed_conv {
     return window;
   }
 
-  /// Groups in lanes: the `n` positions of a run that share their taps `t`, `x` at the first,
-  /// for panel `pn`, stored at `at`, in tiles of `lanes_rows` positions (`lanes_tile<Chunk, ...,
-  /// Step>`).
+  /// Groups in lanes: `rows` rows of `n` positions that share their taps `t`, for panel `pn`,
+  /// stored at `at`; `x` at the first row's first position, the next row `row_pitch` floats on.
+  /// Each row goes in as few tiles of up to `lanes_rows` positions as hold it, their sizes a
+  /// position apart at most (`lanes_tile<Chunk, ..., Step>`): no tile computes the window's
+  /// padding between two rows, and a row of 14 splits into whole tiles rather than a tile of
+  /// 12 and one of 2. One call for all the rows: a call per row of 14x14 (a tile each) made
+  /// ResNeXt's 14x14x512 grouped convolution 1.05 times slower than tiles across the rows.
   template <int Chunk, std::int64_t Step>
-  void lanes_span(detail::input_walk<float> x, const detail::taps& t, std::int64_t n, const run_places& at, const panel& pn,
-                  const epilogue<T>& e, T* out) const {
-    constexpr int rows = detail::lanes_rows;
+  void lanes_span(detail::input_walk<float> x, const detail::taps& t, std::int64_t rows, std::int64_t n, std::int64_t row_pitch,
+                  const run_places& at, const panel& pn, const epilogue<T>& e, T* out) const {
+    constexpr int full = detail::lanes_rows;
     const float* w = weights_.data() + pn.offset;
-    const std::int64_t oc = shape_.out_channels;
+    const std::int64_t oc = shape_.out_channels, step = at.step * oc;
     const detail::panel_epilogue<1, T> pe(e, pn.first, static_cast<int>(pn.channels));
-    std::int64_t row = 0, column = 0;  // of the next position
-    for (std::int64_t q = 0; q < n; q += rows, x.base += rows * x.step) {
-      const int count = static_cast<int>(std::min<std::int64_t>(rows, n - q));
-      std::int64_t offsets[rows]{};
-      detail::marked_positions stored{0};
-      for (int r = 0; r < count; ++r) {
-        if (column < at.columns) stored.bits |= 1u << r, offsets[r] = (at.first + row * at.row_step + column * at.step) * oc;
-        if (++column == at.pitch) column = 0, ++row;
-      }
-      const auto place = [&](int r) { return offsets[r]; };
-      if (count == rows) {
-        detail::whole_tile<rows>([&] { return detail::lanes_tile<Chunk, rows, Step>(x, t, shape_.kernel.w, w); }, pe, place, out, stored);
-      } else {
-        detail::with_count<rows - 1>(count, [&](auto c) {
-          detail::finish_tile<rows>(detail::lanes_tile<Chunk, c, Step>(x, t, shape_.kernel.w, w).acc, pe, place, out, stored);
-        });
+    const std::int64_t tiles = (n + full - 1) / full;  // per row
+    for (std::int64_t row = 0; row < rows; ++row, x.base += row_pitch) {
+      detail::input_walk<float> y = x;
+      for (std::int64_t q = 0, i = 0; i < tiles; ++i) {
+        const auto count = static_cast<int>((n - q + tiles - i - 1) / (tiles - i));
+        const std::int64_t first = (at.first + row * at.row_step + q * at.step) * oc;
+        const auto place = [&](int r) { return first + r * step; };
+        if (count == full) {
+          detail::whole_tile<full>([&] { return detail::lanes_tile<Chunk, full, Step>(y, t, shape_.kernel.w, w); }, pe, place, out);
+        } else {
+          detail::with_count<full - 1>(count, [&](auto c) {
+            detail::finish_tile<full>(detail::lanes_tile<Chunk, c, Step>(y, t, shape_.kernel.w, w).acc, pe, place, out);
+          });
+        }
+        q += count, y.base += count * y.step;
       }
     }
   }
@@ -1271,11 +1277,9 @@ class packed_conv {
   /// takes every tap. A padding tap then adds `0 * w`, which leaves every partial sum as it was
   /// (a sum that starts at +0 is never -0): the same bits as skipping it, for finite weights.
   /// At stride 1 the window's rows share their padding columns (the right padding of one row is
-  /// the left padding of the next), and all the output rows are one run of positions a cell
-  /// apart: whole tiles go across the rows, and the positions on the padding between them are
-  /// computed and not stored (one in 15 on a 14x14 image with a 3x3 kernel). At other strides
-  /// each output row is a run. With a non-finite weight `0 * w` is NaN, so such kernels copy
-  /// the rows inside the image only, and their runs skip the taps outside it.
+  /// the left padding of the next). Each output row goes in tiles of its own positions
+  /// (`lanes_span`). With a non-finite weight `0 * w` is NaN, so such kernels copy the rows
+  /// inside the image only, and their runs skip the taps outside it.
   void run_lanes(const T* in, T* out, const epilogue<T>& e, std::int64_t first_panel, std::int64_t last_panel, std::int64_t image,
                  std::int64_t oh0, std::int64_t oh1) const {
     constexpr std::int64_t cell = detail::width;
@@ -1293,7 +1297,7 @@ class packed_conv {
         for (std::int64_t p = first_panel; p < last_panel; ++p)
           for_each_run(source<float>{window + (p - first_panel) * cells * cell, r0 * g.in_width, cell, 0}, first, last,
                        [&](const detail::input_walk<float>& x, const detail::taps& t, std::int64_t q, std::int64_t n, std::int64_t ps) {
-                         lanes_span<Chunk, 0>(x, t, n, {q, ps, n, n, 0}, at(p), e, out);
+                         lanes_span<Chunk, 0>(x, t, 1, n, 0, {q, ps, 0}, at(p), e, out);
                        });
         return;
       }
@@ -1301,18 +1305,16 @@ class packed_conv {
       const float* window =
           lanes_window<Chunk>(in, image, oh0 * g.stride_h - g.pad_top, pw.rows, g.pad_left, pw.pitch, pw.cells, first_panel, last_panel);
       const detail::taps all{0, g.kernel_h, 0, g.kernel_w};
+      const run_places places{first, 1, ow_n};
+      const std::int64_t row_pitch = g.stride_h * pw.pitch * cell;  // from one output row's cells to the next's
       for (std::int64_t p = first_panel; p < last_panel; ++p) {
-        // Tap (0, 0) of the position at window cell `base`, the next `step` cells on.
-        const auto walk = [&](std::int64_t base, std::int64_t step) {
-          return detail::input_walk<float>{window + (p - first_panel) * pw.cells * cell, base * cell, step * cell,
-                                           g.dilation_h * pw.pitch * cell, g.dilation_w * cell};
-        };
-        if (g.stride_h == 1 && g.stride_w == 1) {
-          lanes_span<Chunk, cell>(walk(0, 1), all, pw.positions, {first, 1, pw.pitch, ow_n, ow_n}, at(p), e, out);
+        // Tap (0, 0) of output row `oh0`'s first position, the next position `stride_w` cells on.
+        const detail::input_walk<float> x{window + (p - first_panel) * pw.cells * cell, 0, g.stride_w * cell, g.dilation_h * pw.pitch * cell,
+                                          g.dilation_w * cell};
+        if (g.stride_w == 1) {
+          lanes_span<Chunk, cell>(x, all, oh1 - oh0, ow_n, row_pitch, places, at(p), e, out);
         } else {
-          for (std::int64_t oh = oh0; oh < oh1; ++oh)
-            lanes_span<Chunk, 0>(walk((oh - oh0) * g.stride_h * pw.pitch, g.stride_w), all, ow_n, {first + (oh - oh0) * ow_n, 1, ow_n, ow_n, 0},
-                                 at(p), e, out);
+          lanes_span<Chunk, 0>(x, all, oh1 - oh0, ow_n, row_pitch, places, at(p), e, out);
         }
       }
     });

@@ -293,12 +293,14 @@ void check_work_item_orders(const named_shape& c) {
 }
 
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in any order and on any thread") {
-  // Dense panels with work items that end inside images and rows, one panel per item (a
-  // kernel larger than L1) and every panel in each item (a 1x1 from few channels, and one
+  // Dense panels with work items that end inside images and rows, items of a tile's rows
+  // whose edge columns are whole tiles (a 3x3 window), one panel per item (a kernel larger
+  // than L1) and every panel in each item (a 1x1 from few channels, and one
   // larger than L1 but within half the L2, at strides 1 and 2), in f16 as many as half the L2
   // holds (a 1x1 kernel larger than that); groups in lanes; depthwise items of whole rows
   // that run on into the next image, and of one image's rows by a few vectors (a padded window).
   check_work_item_orders<float>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
+  check_work_item_orders<float>({"3x3 48->64 on 20x9 batch 2", shape(20, 9, 48, 64, 3, 1, 1, 2)});
   check_work_item_orders<float>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
   check_work_item_orders<ipu::f16>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
   check_work_item_orders<float>({"1x1 100->300 on 13x11 batch 3", shape(13, 11, 100, 300, 1, 1, 1, 3)});

@@ -761,9 +761,15 @@ class packed_conv {
         // a multiple of the tiles' rows cut rows anywhere, and left the edge positions of
         // their partial rows to tiles of one: with them and without gathered positions,
         // ResNeXt's grouped 3x3 convolutions on 14x14 and 7x7 (16 and 32 channels per group)
-        // ran 1.2 times slower on 2 threads (`bench_conv_shapes`).
+        // ran 1.2 times slower on 2 threads (`bench_conv_shapes`). A kernel wider than one
+        // pixel takes at least as many rows as a tile holds positions, so that its edge
+        // columns are whole tiles too: with an item per output row, as ResNet's 3x3 layers
+        // had, each edge position was a tile of one, and 56x56x64, 28x28x128, 14x14x256 and
+        // 7x7x512 ran 1.06, 1.12, 1.10 and 1.35 times slower on 2 threads (one process,
+        // alternating; the 7x7/2 stem 1.04, the 3x3/2 layers 1.07).
         row_items_ = true;
-        cut_rows(item_positions);
+        const auto vectors = static_cast<int>(panel_channels_ / detail::width);
+        cut_rows(s.kernel.area() > 1 ? std::max(item_positions, detail::dense_rows(vectors) * s.out_width()) : item_positions);
       }
     }
   }

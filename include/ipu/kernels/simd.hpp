@@ -599,7 +599,8 @@ template <int N, class F>
   }(std::make_integer_sequence<int, N>{});
 }
 
-/// `f(std::integral_constant<int, n>{})` for a run-time `n` in `[1, Max]`: the remainder tiles.
+/// `f(std::integral_constant<int, n>{})` for a run-time `n` in `[1, Max]`: a partial tile's
+/// positions, or the vectors a pooling window has left.
 template <int Max, class F>
 inline void with_count(int n, F&& f) {
   [&]<int... I>(std::integer_sequence<int, I...>) {

@@ -137,10 +137,11 @@ constexpr int dense_rows(int vectors) noexcept {
 }
 constexpr int max_panel_vectors = width == 16 ? 4 : 3;
 /// Groups-in-lanes tiles: positions of one output row per tile, each an accumulator beside one
-/// weight vector (`lanes_tile`). With AVX-512, 14: a whole row, or two, of the 14x14 and 28x28
-/// maps of a 224x224 image (and a quarter of 56x56's), which ResNeXt's grouped convolutions
-/// run on; with tiles of 12 across the rows and the window's padding between them, its 14x14
-/// and 28x28 layers (16 and 8 channels per group) ran 1.12 times slower on 2 threads.
+/// weight vector (`lanes_tile`). With AVX-512, 14: a whole row of the 14x14 maps of a 224x224
+/// image, and half or a quarter of a row of the 28x28 and 56x56 ones, which ResNeXt's grouped
+/// convolutions run on; with tiles of 12 across the rows and the window's padding between
+/// them, its 14x14 and 28x28 layers (16 and 8 channels per group) ran 1.12 times slower on 2
+/// threads.
 constexpr int lanes_rows = width == 16 ? 14 : width == 8 ? 6 : 4;
 /// Depthwise tiles: vectors of consecutive channels, and positions, per tile; the
 /// accumulators and one weight vector per channel vector fit the register file (32 vector

@@ -367,6 +367,42 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects invalid shapes") {
   }
 }
 
+TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv::assign packs another kernel and shape in place, as a new packed_conv does") {
+  // Shapes of each path in turn, so that each assignment follows one of another path: a
+  // depthwise window, dense items of rows, a 1x1 with every panel per item, groups in lanes,
+  // and dense again, in f32 and f16 storage; the same bits as a packed_conv made for each.
+  const named_shape shapes[] = {{"depthwise 5x5 on 7x7", shape(7, 7, 48, 48, 5, 1, 48, 2)},
+                                {"3x3 48->64 on 20x9", shape(20, 9, 48, 64, 3, 1, 1, 2)},
+                                {"1x1 24->144", shape(9, 9, 24, 144, 1)},
+                                {"3x3 64->64 4 groups of 16", shape(5, 29, 64, 64, 3, 1, 4)},
+                                {"3x3/2 40->24", shape(11, 13, 40, 24, 3, 2, 1, 2)}};
+  const auto check = [&]<class T>(T) {
+    ipu::kernels::packed_conv<T> q;
+    CHECK(q.work_items() == 0);
+    for (std::uint32_t round = 0; round < 2; ++round)
+      for (const named_shape& c : shapes) {
+        INFO(c.what << ", " << type_name<T> << ", round " << round);
+        const problem<T> p = make_problem<T>(c.shape, round + 1);
+        q.assign(p.shape, p.kernel);
+        std::vector<T> y(p.outputs());
+        q.run(p.input.data(), y.data(), epilogue_of(p, no_fusion));
+        const bit_difference d = compare_bits<T>(y, packed_path(p, no_fusion), c.shape.out_channels);
+        INFO(d.message);
+        CHECK(d.count == 0);
+      }
+    // A shape it rejects leaves it without weights; the next assignment packs again.
+    CHECK_THROWS_AS(q.assign(shape(5, 5, 6, 8, 3, 1, 4), std::vector<float>(9 * 8)), std::invalid_argument);
+    CHECK(q.work_items() == 0);
+    const problem<T> p = make_problem<T>(shapes[1].shape, 3);
+    q.assign(p.shape, p.kernel);
+    std::vector<T> y(p.outputs());
+    q.run(p.input.data(), y.data(), epilogue_of(p, no_fusion));
+    CHECK(compare_bits<T>(y, packed_path(p, no_fusion), p.shape.out_channels).count == 0);
+  };
+  check(float{});
+  check(ipu::f16{});
+}
+
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects a zero stride") {
   // Apart because a shape's output size divides by the stride: a kernel that computes it before
   // checking the stride dies of SIGFPE, which ends the test program.

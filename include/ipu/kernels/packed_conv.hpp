@@ -595,11 +595,7 @@ class packed_conv {
   /// Packs `kernel` (HWIO, `[kernel.h][kernel.w][in_channels / groups][out_channels]`, f32).
   /// Throws `std::invalid_argument` for a shape that is not a convolution or a kernel of the
   /// wrong size.
-  packed_conv(const conv_shape& s, std::span<const float> kernel) {
-    validate(s, kernel.size());
-    const std::int64_t cin_g = s.in_channels / s.groups, out = s.out_channels;
-    pack(s, [&](std::int64_t tap, std::int64_t ci, std::int64_t co) { return kernel[static_cast<std::size_t>((tap * cin_g + ci) * out + co)]; });
-  }
+  packed_conv(const conv_shape& s, std::span<const float> kernel) { assign(s, kernel); }
 
   /// Packs the kernel whose weight at tap `tap` (`kh * kernel.w + kw`), input channel `ci` of
   /// its group and output channel `co` is `kernel(tap, ci, co)`, read once each, without a
@@ -608,6 +604,24 @@ class packed_conv {
   template <class Kernel>
     requires std::is_invocable_r_v<float, const Kernel&, std::int64_t, std::int64_t, std::int64_t>
   packed_conv(const conv_shape& s, const Kernel& kernel) {
+    assign(s, kernel);
+  }
+
+  /// Packs `kernel` for shape `s`, as the constructor of the same arguments does, into the
+  /// storage of the weights packed before: no allocation where they fit, as for a kernel
+  /// packed again after each training step. Throws as the constructor does, and then holds
+  /// no weights.
+  void assign(const conv_shape& s, std::span<const float> kernel) {
+    reset();
+    validate(s, kernel.size());
+    const std::int64_t cin_g = s.in_channels / s.groups, out = s.out_channels;
+    pack(s, [&](std::int64_t tap, std::int64_t ci, std::int64_t co) { return kernel[static_cast<std::size_t>((tap * cin_g + ci) * out + co)]; });
+  }
+  /// \copydoc assign
+  template <class Kernel>
+    requires std::is_invocable_r_v<float, const Kernel&, std::int64_t, std::int64_t, std::int64_t>
+  void assign(const conv_shape& s, const Kernel& kernel) {
+    reset();
     validate(s, static_cast<std::size_t>(s.kernel.area() * (s.in_channels / std::max<std::int64_t>(1, s.groups)) * s.out_channels));
     pack(s, kernel);
   }
@@ -640,6 +654,15 @@ class packed_conv {
     detail::taps t;
     std::int64_t p, n, ps;
   };
+
+  /// Back to a default-constructed convolution, keeping the storage of the weights and panels.
+  void reset() noexcept {
+    aligned_vector<float> weights = std::move(weights_);
+    std::vector<panel> panels = std::move(panels_);
+    *this = packed_conv();
+    weights.clear(), panels.clear();
+    weights_ = std::move(weights), panels_ = std::move(panels);
+  }
 
   static void validate(const conv_shape& s, std::size_t kernel_size) {
     if (s.batch < 1 || s.in_height < 1 || s.in_width < 1 || s.in_channels < 1 || s.out_channels < 1 || s.groups < 1 ||
@@ -806,10 +829,16 @@ class packed_conv {
         const panel pn{g * cout_ + c, std::min(panel_channels_, cout_ - c), g * cin_, static_cast<std::int64_t>(weights_.size())};
         const std::int64_t width = std::min<std::int64_t>(detail::max_panel_vectors, (pn.channels + detail::width - 1) / detail::width) * detail::width;
         weights_.resize(weights_.size() + static_cast<std::size_t>(taps * cin_ * width), 0.0f);
+        // By bands of `band` input channels, each output channel's band in turn: `kernel`
+        // read along its input channels (a flipped kernel's rows, `input_gradient`'s) or
+        // along its output channels (HWIO's) stays in L1 either way, a band's lines of the
+        // other axis reused from there.
+        constexpr std::int64_t band = 16;
         for (std::int64_t tap = 0; tap < taps; ++tap)
-          for (std::int64_t ci = 0; ci < cin_; ++ci)
+          for (std::int64_t ci0 = 0; ci0 < cin_; ci0 += band)
             for (std::int64_t co = 0; co < pn.channels; ++co)
-              weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + ci) * width + co)] = kernel(tap, ci, pn.first + co);
+              for (std::int64_t ci = ci0; ci < std::min(cin_, ci0 + band); ++ci)
+                weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + ci) * width + co)] = kernel(tap, ci, pn.first + co);
         panels_.push_back(pn);
       }
   }

@@ -86,6 +86,14 @@ constexpr auto vector_groups_net = ipu::input<ipu::f32, 2, 6, 6, 5>
     | nn::conv<40, 1> | nn::conv<40, 3, 2, 5>
     | nn::flatten | nn::dense<3>;
 
+// Kernel gradients of more rows (`[tap][ci]`) than a block of `matmul_kernel::kernel_gradient`
+// holds (192): a 3x3 from 24 channels (216 rows, two blocks of 108) and a 1x1 from 200 (two
+// blocks of unequal height), their 200 columns two blocks, the second partial.
+constexpr auto row_blocks_net = ipu::input<ipu::f32, 2, 5, 5, 24>
+    | nn::conv<200, 3>
+    | nn::conv<6, 1>
+    | nn::flatten | nn::dense<3>;
+
 constexpr auto norm_net = ipu::input<ipu::f32, 3, 5, 5, 3>
     | nn::conv<6, 3> | nn::batch_norm | nn::relu
     | nn::conv<6, 1> | nn::batch_norm | nn::global_avg_pool | nn::dense<3> | nn::softmax;
@@ -131,6 +139,10 @@ TEST_CASE("strided convolutions' input gradients phase by phase, at strides 2 an
 
 TEST_CASE("grouped convolutions' kernel gradients: groups of 4 and 8 channels over 24 and 40 channels") {
   check_gradients<decltype(vector_groups_net)>(5e-4);
+}
+
+TEST_CASE("kernel gradients of more rows than a block: 3x3 from 24 channels, 1x1 from 200") {
+  check_gradients<decltype(row_blocks_net)>(5e-4);
 }
 
 TEST_CASE("batch norm in training mode: gradients through the batch's statistics") {

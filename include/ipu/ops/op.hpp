@@ -321,7 +321,7 @@ using device_values = std::span<const std::vector<float>>;
 struct kernel_base {
   /// No prepared tensors.
   template <class T, class Acc>
-  static std::any prepare(const node&, const node_plan&, device_values) {
+  static std::any prepare(const node&, const node_plan&, device_values, std::any) {
     return {};
   }
   /// Nothing to gather: the tile computes from its own activations.

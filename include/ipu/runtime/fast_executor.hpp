@@ -120,10 +120,11 @@ class fast_executor {
   /// Sets the batch the input step reads.
   void begin(const void* input) noexcept { input_ = input; }
 
-  /// Prepares node `j`'s device tensors `values` again (its op's `prepare`), as training does
-  /// after each update of the weights.
+  /// Prepares node `j`'s device tensors `values` again (its op's `prepare`, handed what it
+  /// prepared before), as training does after each update of the weights.
   void set_parameters(int j, ops::device_values values) {
-    params_[static_cast<std::size_t>(j)] = kernels_[static_cast<std::size_t>(j)].prepare(prog_.at(j), prog_.plan_of(j), values);
+    std::any& params = params_[static_cast<std::size_t>(j)];
+    params = kernels_[static_cast<std::size_t>(j)].prepare(prog_.at(j), prog_.plan_of(j), values, std::move(params));
   }
   /// Runs `work(item)` for `items` items spread over the threads (`team::run_items`).
   template <class F>
@@ -180,7 +181,7 @@ class fast_executor {
     for (int j = 0; j < prog_.size(); ++j)
       if (runs(j))
         params_[static_cast<std::size_t>(j)] = kernels_[static_cast<std::size_t>(j)].prepare(
-            prog_.at(j), prog_.plan_of(j), params[static_cast<std::size_t>(j)]);
+            prog_.at(j), prog_.plan_of(j), params[static_cast<std::size_t>(j)], std::any());
   }
 
   /// The step that writes node `j`'s output, or -1 when no step does (fused away).

@@ -40,7 +40,7 @@ class tile_context;
 template <ElementType T, class Acc>
 struct op_kernel {
   op kind{};  ///< the op
-  std::any (*prepare)(const node&, const node_plan&, ops::device_values) = nullptr;  ///< `Op::kernel::prepare<T, Acc>`
+  std::any (*prepare)(const node&, const node_plan&, ops::device_values, std::any) = nullptr;  ///< `Op::kernel::prepare<T, Acc>`
   void (*fast)(const fast_context<T, Acc>&) = nullptr;  ///< `Op::kernel::fast`
   void (*fuse)(kernels::epilogue<T>&, const fast_context<T, Acc>&, int, int) = nullptr;  ///< `Op::kernel::fuse`
   void (*exchange)(const tile_context<T, Acc>&) = nullptr;  ///< `Op::kernel::exchange`

@@ -205,14 +205,16 @@ class training_pass {
              std::int64_t step = 0, node_range nodes = {}) {
     masters_ = masters;
     weight_grads_ = grads;
-    for (const layer_weights& layer : masters) {
+    // Layer by layer over the threads, each layer's in the storage of the step before.
+    forward_.parallel(static_cast<std::int64_t>(masters.size()), [&](std::int64_t l) {
+      const layer_weights& layer = masters[static_cast<std::size_t>(l)];
       const int j = layer.node_index();
-      if (!nodes.contains(j)) continue;
+      if (!nodes.contains(j)) return;
       auto& compute = compute_[static_cast<std::size_t>(j)];
-      compute.clear();
-      for (const weight_tensor& t : layer.tensors()) compute.push_back(ops::rounded<T>(t.values));
+      compute.resize(layer.tensors().size());
+      for (std::size_t k = 0; k < compute.size(); ++k) ops::assign_rounded<T>(compute[k], layer.tensors()[k].values);
       forward_.set_parameters(j, device_tensors(layer, [&](std::size_t k) { return std::span<const float>(compute[k]); }));
-    }
+    });
     for (dropped_input& d : dropped_) {
       d.stream = dropout_stream(seed, step, d.dropout.site);
       d.scale = dropout_scale(d.dropout.rate);

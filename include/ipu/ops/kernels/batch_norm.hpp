@@ -40,7 +40,7 @@ struct batch_norm::kernel : kernel_base {
 
   /// `affine`.
   template <ElementType T, class Acc>
-  static std::any prepare(const node&, const node_plan&, device_values tensors) {
+  static std::any prepare(const node&, const node_plan&, device_values tensors, std::any) {
     return affine{rounded<T>(tensors[scale_tensor]), rounded<T>(tensors[shift_tensor])};
   }
 

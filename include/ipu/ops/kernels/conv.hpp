@@ -81,20 +81,23 @@ struct matmul_kernel : kernel_base {
             .dilation = n.layer.dilation};
   }
 
-  /// `packed<T>` with f32 partials, else `blocked`.
+  /// `packed<T>` with f32 partials, else `blocked`. The weights are packed into the storage of
+  /// `previous` where it holds them, as it does at each training step (see `gradient_conv`).
   template <ElementType T, class Acc>
-  static std::any prepare(const node& n, const node_plan& p, device_values tensors) {
+  static std::any prepare(const node& n, const node_plan& p, device_values tensors, std::any previous) {
     const std::vector<float>& kernel = tensors[kernel_tensor];
     std::vector<float> bias;
     if (n.layer.bias) bias = rounded<T>(tensors[bias_tensor]);
     if constexpr (std::same_as<Acc, float>) {
       const kernels::conv_shape shape = conv_shape_of(n);
       const std::int64_t cin_g = shape.in_channels / shape.groups, out = shape.out_channels;
-      return packed<T>{kernels::packed_conv<T>(shape,
-                                               [&](std::int64_t tap, std::int64_t ci, std::int64_t co) {
-                                                 return round_to<T>(kernel[static_cast<std::size_t>((tap * cin_g + ci) * out + co)]);
-                                               }),
-                       std::move(bias)};
+      packed<T> q;
+      if (auto* before = std::any_cast<packed<T>>(&previous)) q = std::move(*before);
+      q.conv.assign(shape, [&](std::int64_t tap, std::int64_t ci, std::int64_t co) {
+        return round_to<T>(kernel[static_cast<std::size_t>((tap * cin_g + ci) * out + co)]);
+      });
+      q.bias = std::move(bias);
+      return q;
     } else {
       const std::int64_t rows = p.step.kernel_taps * p.step.in_channels, bc = p.step.block_channels;
       const std::int64_t out = n.out.channels();
@@ -140,7 +143,7 @@ struct matmul_kernel : kernel_base {
     // nothing was added to `dx` yet (the same bits: a convolution's sums are never -0).
     into_dx.residual = assign ? nullptr : dx;
     if (whole) {
-      const kernels::packed_conv<float> q =
+      const kernels::packed_conv<float>& q =
           input_gradient(n, g, w, g.out_height, g.out_width,
                          explicit_padding(span_less(g.span_h(), g.pad_top), span_less(g.span_h(), g.pad_bottom),
                                           span_less(g.span_w(), g.pad_left), span_less(g.span_w(), g.pad_right)));
@@ -148,8 +151,8 @@ struct matmul_kernel : kernel_base {
       return;
     }
     if (taps == 1) {
-      const kernels::packed_conv<float> q = input_gradient(n, g, w, g.out_height, g.out_width, explicit_padding(0, 0, 0, 0));
-      std::vector<float> at_positions(static_cast<std::size_t>(positions * cin));
+      const kernels::packed_conv<float>& q = input_gradient(n, g, w, g.out_height, g.out_width, explicit_padding(0, 0, 0, 0));
+      const std::span<float> at_positions = scratch(positions * cin);
       c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, at_positions.data(), {}, item); });
       c.parallel(positions / per_image, [&](std::int64_t image) {
         for (std::int64_t p = image * per_image; p < (image + 1) * per_image; ++p)
@@ -166,7 +169,7 @@ struct matmul_kernel : kernel_base {
     // is padded before by `span - 1` less the forward's padding, as at stride 1).
     const std::int64_t rows = std::min((g.out_height - 1) * g.stride_h + 1, g.in_height + g.pad_top);
     const std::int64_t cols = std::min((g.out_width - 1) * g.stride_w + 1, g.in_width + g.pad_left);
-    std::vector<float> grid(static_cast<std::size_t>(positions / per_image * rows * cols * cout));
+    const std::span<float> grid = scratch(positions / per_image * rows * cols * cout);
     c.parallel(positions / per_image, [&](std::int64_t image) {
       float* to = grid.data() + image * rows * cols * cout;
       std::fill(to, to + rows * cols * cout, 0.0f);
@@ -175,7 +178,7 @@ struct matmul_kernel : kernel_base {
           std::copy_n(dy + ((image * g.out_height + oh) * g.out_width + ow) * cout, cout,
                       to + (oh * g.stride_h * cols + ow * g.stride_w) * cout);
     });
-    const kernels::packed_conv<float> q = input_gradient(
+    const kernels::packed_conv<float>& q = input_gradient(
         n, g, w, rows, cols,
         explicit_padding(span_less(g.span_h(), g.pad_top), static_cast<int>(g.in_height - rows + g.pad_top),
                          span_less(g.span_w(), g.pad_left), static_cast<int>(g.in_width - cols + g.pad_left)));
@@ -208,13 +211,12 @@ struct matmul_kernel : kernel_base {
         phases.push_back({rh, rw, v, h});
       }
     const float* dy = c.grad_output();
-    std::vector<float> out;
     for (const auto& [rh, rw, v, h] : phases) {
-      const kernels::packed_conv<float> q = input_gradient(
+      const kernels::packed_conv<float>& q = input_gradient(
           n, g, w, g.out_height, g.out_width,
           explicit_padding(static_cast<int>(v.before), static_cast<int>(v.after), static_cast<int>(h.before), static_cast<int>(h.after)),
           hw{rh, rw}, hw{static_cast<int>(g.stride_h), static_cast<int>(g.stride_w)});
-      out.resize(static_cast<std::size_t>(images * v.count * h.count * cin));
+      const std::span<float> out = scratch(images * v.count * h.count * cin);
       c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, out.data(), {}, item); });
       c.parallel(images * v.count, [&](std::int64_t row) {
         const std::int64_t image = row / v.count, ih = (v.first + row % v.count) * g.stride_h + rh - g.pad_top;
@@ -262,7 +264,7 @@ struct matmul_kernel : kernel_base {
     const std::int64_t parts = detail::div_up(positions, part), per_part = taps * Group * channels;
     const auto* x = c.input();
     const float* dy = c.grad_output();
-    std::vector<float> sums(static_cast<std::size_t>(parts * per_part));
+    const std::span<float> sums = scratch(parts * per_part);
     c.parallel(parts, [&](std::int64_t item) {
       const std::int64_t p0 = item * part, p1 = std::min(positions, p0 + part);
       for (std::int64_t tap = 0; tap < taps; ++tap)
@@ -303,8 +305,9 @@ struct matmul_kernel : kernel_base {
   /// Adds the kernel's gradient of a convolution or dense layer to `dw`: per group and tap,
   /// `dw[tap] += X_tap^T dY`, where row `p` of `X_tap` is the input pixel output position `p`
   /// reads through the tap (zeros outside the image). The rows of a group's gradient
-  /// (`[tap][ci]`) and its columns (the group's output channels) are cut into blocks of
-  /// `block_rows` by `block_columns`, each block a work item. An item runs over the output
+  /// (`[tap][ci]`) and its columns (the group's output channels) are cut into blocks of at
+  /// most `block_rows` rows, as many as that takes and of near-equal height (a multiple of
+  /// `tile_rows`), by `block_columns`, each block a work item. An item runs over the output
   /// positions in chunks of `chunk`: it gathers the chunk's values of X for its rows
   /// (`[position][row]`, read in place for a 1x1 convolution at stride 1) and adds their
   /// products to its sums, `tile_rows` rows by `tile_vectors` vectors of columns in registers at
@@ -321,30 +324,31 @@ struct matmul_kernel : kernel_base {
     const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
     const std::int64_t taps = g.kernel_h * g.kernel_w, positions = n.out.elements() / cout, rows = taps * cin_g;
     const std::int64_t row_blocks = detail::div_up(rows, block_rows), column_blocks = detail::div_up(cout_g, block_columns);
+    const std::int64_t block_height = detail::div_up(detail::div_up(rows, row_blocks), tile_rows) * tile_rows;
     const std::int64_t blocks = groups * row_blocks * column_blocks, chunks = detail::div_up(positions, chunk);
     const std::int64_t parts = std::clamp<std::int64_t>(detail::div_up(kernels::min_work_items, blocks), 1, std::max<std::int64_t>(1, chunks / min_part));
     const bool in_place = std::is_same_v<value, float> && g.pointwise() && g.pad_top == 0 && g.pad_left == 0 &&
                           g.in_height == g.out_height && g.in_width == g.out_width;
     const value* x = c.input();
     const float* dy = c.grad_output();
-    std::vector<float> sums(parts > 1 ? static_cast<std::size_t>(parts * rows * cout) : 0);  // per part, as `dw`
+    const std::span<float> sums = scratch(parts > 1 ? parts * rows * cout : 0);  // per part, as `dw`
     c.parallel(blocks * parts, [&](std::int64_t item) {
       const std::int64_t part = item % parts, block = item / parts;
       const std::int64_t grp = block / (row_blocks * column_blocks), rb = block / column_blocks % row_blocks;
-      const std::int64_t r0 = rb * block_rows, height = std::min(rows, r0 + block_rows) - r0;
+      const std::int64_t r0 = rb * block_height, height = std::min(rows, r0 + block_height) - r0;
       const std::int64_t c0 = block % column_blocks * block_columns, width = std::min(cout_g, c0 + block_columns) - c0;
       thread_local std::vector<float> gathered, acc;
-      acc.assign(static_cast<std::size_t>(block_rows * block_columns), 0.0f);
-      if (!in_place) gathered.resize(static_cast<std::size_t>(chunk * block_rows));
+      acc.assign(static_cast<std::size_t>(block_height * block_columns), 0.0f);
+      if (!in_place) gathered.resize(static_cast<std::size_t>(chunk * block_height));
       for (std::int64_t p0 = part * chunks / parts * chunk, end = std::min(positions, (part + 1) * chunks / parts * chunk);
            p0 < end; p0 += chunk) {
         const std::int64_t count = std::min(chunk, end - p0);
         const float* a = nullptr;
-        std::int64_t lda = block_rows;
+        std::int64_t lda = block_height;
         if constexpr (std::is_same_v<value, float>)
           if (in_place) a = x + p0 * cin + grp * cin_g + r0, lda = cin;
         if (a == nullptr) {
-          gather_rows(g, x + grp * cin_g, cin, cin_g, p0, count, r0, height, gathered.data());
+          gather_rows(g, x + grp * cin_g, cin, cin_g, p0, count, r0, height, gathered.data(), block_height);
           a = gathered.data();
         }
         const float* b = dy + p0 * cout + grp * cout_g + c0;
@@ -382,36 +386,40 @@ struct matmul_kernel : kernel_base {
     });
   }
 
-  // The blocks of `kernel_gradient`: sums of 48 rows by two register tiles of columns (on
-  // AVX-512 128 columns, 24 KiB, in L1 beside a chunk's 256 gathered positions of 48 rows,
-  // 48 KiB, in L2); register tiles as `kernels::packed_conv`'s widest (6 rows by 4 vectors on
-  // AVX-512, 24 of its 32 registers).
+  // The blocks of `kernel_gradient`: sums of up to 192 rows by two register tiles of columns
+  // (on AVX-512 128 columns, 96 KiB), in L2 beside a chunk's 256 gathered positions of those
+  // rows (192 KiB) and its output gradient of those columns (128 KiB); register tiles as
+  // `kernels::packed_conv`'s widest (6 rows by 4 vectors on AVX-512, 24 of its 32 registers).
+  // Each block reads the whole output gradient of its columns, from memory where the layer's
+  // is larger than the caches: blocks of 48 rows read it four times as often, and ResNet-50's
+  // kernel gradients took 1.12 times as long (one process, alternating steps, batch 8, 2
+  // threads; its 56x56 3x3 convolutions 1.4 times, the stem's 1.2). 384 rows gained no more.
   /// `kernel_gradient`'s register tile: vectors of columns (4 on AVX-512, 3 otherwise).
   static constexpr std::int64_t tile_vectors = kernels::product_tile_vectors;
   /// `kernel_gradient`'s register tile: rows (6 on AVX-512 with 4 vectors).
   static constexpr std::int64_t tile_rows = kernels::product_tile_rows;
   /// `kernel_gradient`: output positions per pass over a block's sums.
   static constexpr std::int64_t chunk = 256;
-  /// `kernel_gradient`: rows (`[tap][ci]`) of a block, one work item.
-  static constexpr std::int64_t block_rows = 48;
+  /// `kernel_gradient`: rows (`[tap][ci]`) of a block at most, one work item.
+  static constexpr std::int64_t block_rows = 192;
   /// `kernel_gradient`: columns (output channels) of a block, two register tiles wide.
   static constexpr std::int64_t block_columns = 2 * tile_vectors * kernels::simd::vec::width;
   /// `kernel_gradient`: chunks per part at least.
   static constexpr std::int64_t min_part = 4;
 
   /// Gathers rows `[r0, r0 + height)` (`[tap][ci]`, `cin_g` channels per tap) of `X_tap` for
-  /// output positions `[p0, p0 + count)`, widened, into `to` (`[position][row]`, `block_rows`
+  /// output positions `[p0, p0 + count)`, widened, into `to` (`[position][row]`, `pitch`
   /// floats per position); `x` points at the group's first channel, `cin` apart per pixel.
   template <class T>
   static void gather_rows(const kernels::window_geometry& g, const T* x, std::int64_t cin, std::int64_t cin_g, std::int64_t p0,
-                          std::int64_t count, std::int64_t r0, std::int64_t height, float* to) {
+                          std::int64_t count, std::int64_t r0, std::int64_t height, float* to, std::int64_t pitch) {
     const std::int64_t per_image = g.positions_per_image();
     for (std::int64_t tap = r0 / cin_g; tap * cin_g < r0 + height; ++tap) {
       const std::int64_t lo = std::max(r0, tap * cin_g), hi = std::min(r0 + height, (tap + 1) * cin_g), n = hi - lo;
       const std::int64_t down = tap / g.kernel_w * g.dilation_h - g.pad_top, right = tap % g.kernel_w * g.dilation_w - g.pad_left;
       std::int64_t image = p0 / per_image, oh = p0 % per_image / g.out_width, ow = p0 % g.out_width;  // of position p0 + p
       for (std::int64_t p = 0; p < count; ++p) {
-        float* row = to + p * block_rows + (lo - r0);
+        float* row = to + p * pitch + (lo - r0);
         const std::int64_t ih = oh * g.stride_h + down, iw = ow * g.stride_w + right;
         if (ih < 0 || ih >= g.in_height || iw < 0 || iw >= g.in_width) {
           std::fill(row, row + n, 0.0f);
@@ -427,14 +435,16 @@ struct matmul_kernel : kernel_base {
     }
   }
 
-  /// The convolution giving the input's gradient of node `n` (geometry `g`, kernel `w` as the
-  /// forward pass used it) from its output's gradient, or from that gradient spread at the
-  /// stride: over `height` x `width` positions with padding `pad`, the kernel flipped along
-  /// both axes, each group's input and output channels swapped, at stride 1. With `first` and
-  /// `step`, of the kernel's taps `first + m * step` only (a phase of a strided convolution).
-  static kernels::packed_conv<float> input_gradient(const node& n, const kernels::window_geometry& g, std::span<const float> w,
-                                                    std::int64_t height, std::int64_t width, padding pad, hw first = {0, 0},
-                                                    hw step = {1, 1}) {
+  /// Packs into `q` the convolution giving the input's gradient of node `n` (geometry `g`,
+  /// kernel `w` as the forward pass used it) from its output's gradient, or from that gradient
+  /// spread at the stride: over `height` x `width` positions with padding `pad`, the kernel
+  /// flipped along both axes, each group's input and output channels swapped, at stride 1.
+  /// With `first` and `step`, of the kernel's taps `first + m * step` only (a phase of a
+  /// strided convolution). `q` is the calling thread's (`gradient_conv`), packed again in its
+  /// storage at each step.
+  static const kernels::packed_conv<float>& input_gradient(const node& n, const kernels::window_geometry& g, std::span<const float> w,
+                                                           std::int64_t height, std::int64_t width, padding pad, hw first = {0, 0},
+                                                           hw step = {1, 1}) {
     const std::int64_t groups = n.kind == op_of<conv> ? n.layer.groups : 1;
     const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
     const std::int64_t kh = g.kernel_h, kw = g.kernel_w;
@@ -461,7 +471,24 @@ struct matmul_kernel : kernel_base {
                                     .groups = groups,
                                     .pad = pad,
                                     .dilation = hw{static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w)}};
-    return kernels::packed_conv<float>(shape, flipped);
+    kernels::packed_conv<float>& q = gradient_conv();
+    q.assign(shape, flipped);
+    return q;
+  }
+  /// The calling thread's convolution of `input_gradient`, and its buffer of `scratch`: kept
+  /// from one backward step to the next, so that the packed weights and the buffers of a
+  /// training step reuse the memory of the step before. Allocated afresh at each step, they
+  /// took the pages from the system again and again: ResNet-50's step spent 4% of its time in
+  /// page faults and as much in filling new pages, about 10% of its time in all.
+  static kernels::packed_conv<float>& gradient_conv() {
+    thread_local kernels::packed_conv<float> q;
+    return q;
+  }
+  /// \copydoc gradient_conv
+  static std::span<float> scratch(std::int64_t size) {
+    thread_local std::vector<float> buffer;
+    buffer.resize(static_cast<std::size_t>(size));
+    return buffer;
   }
 
   /// One phase of a strided convolution's input gradient along an axis: the input cells

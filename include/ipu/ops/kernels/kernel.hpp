@@ -7,7 +7,7 @@
 ///
 /// | member | mode | what it does |
 /// |---|---|---|
-/// | `prepare<T, Acc>(n, p, tensors)` | fast | the node's device tensors as `fast` reads them, once per engine (`std::any`; none by default) |
+/// | `prepare<T, Acc>(n, p, tensors, previous)` | fast | the node's device tensors as `fast` reads them, once per engine and after each training update (`std::any`; none by default); `previous` is what it prepared before (empty at first), whose storage it may reuse |
 /// | `fast(c)` | fast | the step's whole output over host tensors (`runtime::fast_executor::context`) |
 /// | `fuse(e, c, k, previous)` | fast | for an op with `epilogue_order > 0`: sets its part of a convolution's epilogue |
 /// | `exchange(c)` | faithful | gathers into a tile's exchange buffer what its `compute` reads (nothing by default; `runtime::faithful_executor::tile_context`) |
@@ -51,6 +51,12 @@ std::vector<float> rounded(std::span<const float> values) {
   std::vector<float> r(values.size());
   std::transform(values.begin(), values.end(), r.begin(), round_to<T>);
   return r;
+}
+/// `values` rounded to `T`, in f32, into `to` (in its storage where it fits).
+template <ElementType T>
+void assign_rounded(std::vector<float>& to, std::span<const float> values) {
+  to.resize(values.size());
+  std::transform(values.begin(), values.end(), to.begin(), round_to<T>);
 }
 
 /// The sliding-window geometry of a conv or pooling node; empty for a dense layer.

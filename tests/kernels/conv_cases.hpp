@@ -370,7 +370,11 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv rejects invalid shapes") {
 TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv::assign packs another kernel and shape in place, as a new packed_conv does") {
   // Shapes of each path in turn, so that each assignment follows one of another path: a
   // depthwise window, dense items of rows, a 1x1 with every panel per item, groups in lanes,
-  // and dense again, in f32 and f16 storage; the same bits as a packed_conv made for each.
+  // and dense again, in f32 and f16 storage; the same bits as a packed_conv made for each. The
+  // second round packs the panels last to first, on another thread each.
+  const auto backwards_on_threads = [](std::int64_t count, auto&& work) {
+    for (std::int64_t i = count - 1; i >= 0; --i) std::thread([&] { work(i); }).join();
+  };
   const named_shape shapes[] = {{"depthwise 5x5 on 7x7", shape(7, 7, 48, 48, 5, 1, 48, 2)},
                                 {"3x3 48->64 on 20x9", shape(20, 9, 48, 64, 3, 1, 1, 2)},
                                 {"1x1 24->144", shape(9, 9, 24, 144, 1)},
@@ -383,7 +387,11 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv::assign packs another kernel and sh
       for (const named_shape& c : shapes) {
         INFO(c.what << ", " << type_name<T> << ", round " << round);
         const problem<T> p = make_problem<T>(c.shape, round + 1);
-        q.assign(p.shape, p.kernel);
+        if (round == 0) {
+          q.assign(p.shape, p.kernel);
+        } else {
+          q.assign(p.shape, p.kernel, backwards_on_threads);
+        }
         std::vector<T> y(p.outputs());
         q.run(p.input.data(), y.data(), epilogue_of(p, no_fusion));
         const bit_difference d = compare_bits<T>(y, packed_path(p, no_fusion), c.shape.out_channels);

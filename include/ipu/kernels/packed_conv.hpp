@@ -607,23 +607,38 @@ class packed_conv {
     assign(s, kernel);
   }
 
+  /// `for_each(count, work)` as `assign` takes it: `work(i)` for each `i < count` in order, on
+  /// the calling thread.
+  struct in_order {
+    template <class F>
+    void operator()(std::int64_t count, F&& work) const {
+      for (std::int64_t i = 0; i < count; ++i) work(i);
+    }
+  };
+
   /// Packs `kernel` for shape `s`, as the constructor of the same arguments does, into the
   /// storage of the weights packed before: no allocation where they fit, as for a kernel
-  /// packed again after each training step. Throws as the constructor does, and then holds
-  /// no weights.
-  void assign(const conv_shape& s, std::span<const float> kernel) {
+  /// packed again after each training step. Each panel of output channels is packed by one
+  /// call `work(i)` of `for_each(count, work)`, which calls it for each `i < count` in any
+  /// order and on any threads and returns when all have returned (a thread team's parallel
+  /// loop; by default in order on the calling thread). Throws as the constructor does, and
+  /// then holds no weights.
+  template <class ForEach = in_order>
+  void assign(const conv_shape& s, std::span<const float> kernel, ForEach&& for_each = {}) {
     reset();
     validate(s, kernel.size());
     const std::int64_t cin_g = s.in_channels / s.groups, out = s.out_channels;
-    pack(s, [&](std::int64_t tap, std::int64_t ci, std::int64_t co) { return kernel[static_cast<std::size_t>((tap * cin_g + ci) * out + co)]; });
+    pack(
+        s, [&](std::int64_t tap, std::int64_t ci, std::int64_t co) { return kernel[static_cast<std::size_t>((tap * cin_g + ci) * out + co)]; },
+        for_each);
   }
   /// \copydoc assign
-  template <class Kernel>
+  template <class Kernel, class ForEach = in_order>
     requires std::is_invocable_r_v<float, const Kernel&, std::int64_t, std::int64_t, std::int64_t>
-  void assign(const conv_shape& s, const Kernel& kernel) {
+  void assign(const conv_shape& s, const Kernel& kernel, ForEach&& for_each = {}) {
     reset();
     validate(s, static_cast<std::size_t>(s.kernel.area() * (s.in_channels / std::max<std::int64_t>(1, s.groups)) * s.out_channels));
-    pack(s, kernel);
+    pack(s, kernel, for_each);
   }
 
   /// The shape the weights were packed for.
@@ -655,12 +670,13 @@ class packed_conv {
     std::int64_t p, n, ps;
   };
 
-  /// Back to a default-constructed convolution, keeping the storage of the weights and panels.
+  /// Back to a convolution without panels, keeping the storage of the weights (and their
+  /// values, each of which the next packing writes) and of the panels.
   void reset() noexcept {
     aligned_vector<float> weights = std::move(weights_);
     std::vector<panel> panels = std::move(panels_);
     *this = packed_conv();
-    weights.clear(), panels.clear();
+    panels.clear();
     weights_ = std::move(weights), panels_ = std::move(panels);
   }
 
@@ -678,9 +694,10 @@ class packed_conv {
       throw std::invalid_argument("ipu::kernels::packed_conv: the kernel must hold kernel.h*kernel.w*in/groups*out values");
   }
 
-  /// Packs `kernel` (as the constructors take it) for shape `s`, and cuts the work items.
-  template <class Kernel>
-  void pack(const conv_shape& s, const Kernel& kernel) {
+  /// Packs `kernel` (as the constructors take it) for shape `s`, a panel per call of
+  /// `for_each`'s (as `assign` takes it), and cuts the work items.
+  template <class Kernel, class ForEach>
+  void pack(const conv_shape& s, const Kernel& kernel, ForEach& for_each) {
     shape_ = s;
     geometry_ = s.geometry();
     cin_ = s.in_channels / s.groups;
@@ -694,8 +711,7 @@ class packed_conv {
     lanes_ = cin_ == cout_ && detail::width % cin_ == 0  // the width is a power of two
              && (cin_ < detail::width || (s.groups > 1 && cells_apart));
     depthwise_ = lanes_ && cin_ == 1;
-    lanes_ ? pack_lanes(kernel) : pack_dense(kernel);
-    finite_ = std::all_of(weights_.begin(), weights_.end(), [](float x) { return std::isfinite(x); });  // zeros besides the kernel's
+    finite_ = lanes_ ? fill_panels(pack_lanes(kernel), for_each) : fill_panels(pack_dense(kernel), for_each);
     const std::int64_t per_position = 2 * s.kernel.area() * cin_ * panel_channels_;
     constexpr std::int64_t target_flops = 1 << 20;  // a few microseconds of work per item
     const std::int64_t positions = std::max<std::int64_t>(1, target_flops / per_position);
@@ -814,53 +830,76 @@ class packed_conv {
     return {chunk / per_image, oh0, std::min(shape_.out_height(), oh0 + rows_per_item_)};
   }
 
-  /// Dense panels: `[tap][ci][panel lane]`, lanes past the panel's channels zero.
+  /// Fills each panel by `fill(panel, its first weight)`, a panel per call of `for_each`'s (as
+  /// `assign` takes it), every weight of it written; returns whether all the weights, the
+  /// zeros beside the kernel's included, are finite.
+  template <class Fill, class ForEach>
+  bool fill_panels(const Fill& fill, ForEach& for_each) {
+    const auto count = static_cast<std::int64_t>(panels_.size());
+    std::vector<unsigned char> finite(static_cast<std::size_t>(count));
+    for_each(count, [&](std::int64_t k) {
+      const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(j); };
+      float* first = weights_.data() + panels_[at(k)].offset;
+      float* last = k + 1 < count ? weights_.data() + panels_[at(k + 1)].offset : weights_.data() + weights_.size();
+      fill(panels_[at(k)], first);
+      finite[at(k)] = std::all_of(first, last, [](float x) { return std::isfinite(x); });
+    });
+    return std::all_of(finite.begin(), finite.end(), [](unsigned char f) { return f != 0; });
+  }
+
+  /// Dense panels: `[tap][ci][panel lane]`, lanes past the panel's channels zero. Lays out the
+  /// panels and returns how to fill one (`fill_panels`).
   template <class Kernel>
-  void pack_dense(const Kernel& kernel) {
+  auto pack_dense(const Kernel& kernel) {
     const std::int64_t taps = shape_.kernel.area();
     const std::int64_t vectors = std::min<std::int64_t>(detail::max_panel_vectors, (cout_ + detail::width - 1) / detail::width);
     panel_channels_ = vectors * detail::width;
-    std::size_t size = 0;  // every panel's weights, reserved at once
-    for (std::int64_t c = 0; c < cout_; c += panel_channels_)
-      size += static_cast<std::size_t>(taps * cin_ * std::min<std::int64_t>(vectors, (cout_ - c + detail::width - 1) / detail::width) * detail::width);
-    weights_.reserve(size * static_cast<std::size_t>(shape_.groups));
+    const auto width_of = [](const panel& pn) {
+      return std::min<std::int64_t>(detail::max_panel_vectors, (pn.channels + detail::width - 1) / detail::width) * detail::width;
+    };
+    std::int64_t size = 0;
     for (std::int64_t g = 0; g < shape_.groups; ++g)
       for (std::int64_t c = 0; c < cout_; c += panel_channels_) {
-        const panel pn{g * cout_ + c, std::min(panel_channels_, cout_ - c), g * cin_, static_cast<std::int64_t>(weights_.size())};
-        const std::int64_t width = std::min<std::int64_t>(detail::max_panel_vectors, (pn.channels + detail::width - 1) / detail::width) * detail::width;
-        weights_.resize(weights_.size() + static_cast<std::size_t>(taps * cin_ * width), 0.0f);
-        // By bands of `band` input channels, each output channel's band in turn: `kernel`
-        // read along its input channels (a flipped kernel's rows, `input_gradient`'s) or
-        // along its output channels (HWIO's) stays in L1 either way, a band's lines of the
-        // other axis reused from there.
-        constexpr std::int64_t band = 16;
-        for (std::int64_t tap = 0; tap < taps; ++tap)
-          for (std::int64_t ci0 = 0; ci0 < cin_; ci0 += band)
-            for (std::int64_t co = 0; co < pn.channels; ++co)
-              for (std::int64_t ci = ci0; ci < std::min(cin_, ci0 + band); ++ci)
-                weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + ci) * width + co)] = kernel(tap, ci, pn.first + co);
-        panels_.push_back(pn);
+        panels_.push_back({g * cout_ + c, std::min(panel_channels_, cout_ - c), g * cin_, size});
+        size += taps * cin_ * width_of(panels_.back());
       }
+    weights_.resize(static_cast<std::size_t>(size));
+    return [this, taps, width_of, &kernel](const panel& pn, float* to) {
+      const std::int64_t width = width_of(pn);
+      // By bands of `band` input channels, each output channel's band in turn: `kernel` read
+      // along its input channels (a flipped kernel's rows, `input_gradient`'s) or along its
+      // output channels (HWIO's) stays in L1 either way, a band's lines of the other axis
+      // reused from there.
+      constexpr std::int64_t band = 16;
+      for (std::int64_t tap = 0; tap < taps; ++tap)
+        for (std::int64_t ci0 = 0; ci0 < cin_; ci0 += band) {
+          const std::int64_t ci1 = std::min(cin_, ci0 + band);
+          for (std::int64_t co = 0; co < pn.channels; ++co)
+            for (std::int64_t ci = ci0; ci < ci1; ++ci) to[(tap * cin_ + ci) * width + co] = kernel(tap, ci, pn.first + co);
+          for (std::int64_t ci = ci0; ci < ci1; ++ci)
+            std::fill(to + (tap * cin_ + ci) * width + pn.channels, to + (tap * cin_ + ci + 1) * width, 0.0f);
+        }
+    };
   }
 
   /// Groups in lanes: one panel per vector of whole groups, `[tap][j][lane]`, lane `o * chunk +
-  /// g` for output channel `o` of the vector's group `g` (`lanes_tile`'s order).
+  /// g` for output channel `o` of the vector's group `g` (`lanes_tile`'s order). Lays out the
+  /// panels and returns how to fill one (`fill_panels`).
   template <class Kernel>
-  void pack_lanes(const Kernel& kernel) {
+  auto pack_lanes(const Kernel& kernel) {
     const std::int64_t taps = shape_.kernel.area(), chunk = detail::width / cin_;  // groups per vector
     panel_channels_ = detail::width;
-    weights_.reserve(static_cast<std::size_t>((shape_.out_channels + detail::width - 1) / detail::width * taps * cin_ * detail::width));
-    for (std::int64_t c = 0; c < shape_.out_channels; c += detail::width) {
-      const panel pn{c, std::min<std::int64_t>(detail::width, shape_.out_channels - c), c,
-                     static_cast<std::int64_t>(weights_.size())};
-      weights_.resize(weights_.size() + static_cast<std::size_t>(taps * cin_ * detail::width), 0.0f);
+    for (std::int64_t c = 0; c < shape_.out_channels; c += detail::width)
+      panels_.push_back({c, std::min<std::int64_t>(detail::width, shape_.out_channels - c), c, c / detail::width * taps * cin_ * detail::width});
+    weights_.resize(panels_.size() * static_cast<std::size_t>(taps * cin_ * detail::width));
+    return [this, taps, chunk, &kernel](const panel& pn, float* to) {
       for (std::int64_t tap = 0; tap < taps; ++tap)
         for (std::int64_t j = 0; j < cin_; ++j)
-          for (std::int64_t lane = 0; lane < detail::width; ++lane)
-            if (const std::int64_t co = lane % chunk * cin_ + lane / chunk; co < pn.channels)
-              weights_[static_cast<std::size_t>(pn.offset + (tap * cin_ + j) * detail::width + lane)] = kernel(tap, j, c + co);
-      panels_.push_back(pn);
-    }
+          for (std::int64_t lane = 0; lane < detail::width; ++lane) {
+            const std::int64_t co = lane % chunk * cin_ + lane / chunk;
+            to[(tap * cin_ + j) * detail::width + lane] = co < pn.channels ? kernel(tap, j, pn.first + co) : 0.0f;
+          }
+    };
   }
 
   /// Where the input of a run of work is read: pixel `q` (`(image * in_height + ih) *

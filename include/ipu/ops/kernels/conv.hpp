@@ -144,14 +144,14 @@ struct matmul_kernel : kernel_base {
     into_dx.residual = assign ? nullptr : dx;
     if (whole) {
       const kernels::packed_conv<float>& q =
-          input_gradient(n, g, w, g.out_height, g.out_width,
+          input_gradient(c, g, w, g.out_height, g.out_width,
                          explicit_padding(span_less(g.span_h(), g.pad_top), span_less(g.span_h(), g.pad_bottom),
                                           span_less(g.span_w(), g.pad_left), span_less(g.span_w(), g.pad_right)));
       c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, dx, into_dx, item); });
       return;
     }
     if (taps == 1) {
-      const kernels::packed_conv<float>& q = input_gradient(n, g, w, g.out_height, g.out_width, explicit_padding(0, 0, 0, 0));
+      const kernels::packed_conv<float>& q = input_gradient(c, g, w, g.out_height, g.out_width, explicit_padding(0, 0, 0, 0));
       const std::span<float> at_positions = scratch(positions * cin);
       c.parallel(q.work_items(), [&](std::int64_t item) { q.run(dy, at_positions.data(), {}, item); });
       c.parallel(positions / per_image, [&](std::int64_t image) {
@@ -179,7 +179,7 @@ struct matmul_kernel : kernel_base {
                       to + (oh * g.stride_h * cols + ow * g.stride_w) * cout);
     });
     const kernels::packed_conv<float>& q = input_gradient(
-        n, g, w, rows, cols,
+        c, g, w, rows, cols,
         explicit_padding(span_less(g.span_h(), g.pad_top), static_cast<int>(g.in_height - rows + g.pad_top),
                          span_less(g.span_w(), g.pad_left), static_cast<int>(g.in_width - cols + g.pad_left)));
     c.parallel(q.work_items(), [&](std::int64_t item) { q.run(grid.data(), dx, into_dx, item); });
@@ -213,7 +213,7 @@ struct matmul_kernel : kernel_base {
     const float* dy = c.grad_output();
     for (const auto& [rh, rw, v, h] : phases) {
       const kernels::packed_conv<float>& q = input_gradient(
-          n, g, w, g.out_height, g.out_width,
+          c, g, w, g.out_height, g.out_width,
           explicit_padding(static_cast<int>(v.before), static_cast<int>(v.after), static_cast<int>(h.before), static_cast<int>(h.after)),
           hw{rh, rw}, hw{static_cast<int>(g.stride_h), static_cast<int>(g.stride_w)});
       const std::span<float> out = scratch(images * v.count * h.count * cin);
@@ -440,11 +440,13 @@ struct matmul_kernel : kernel_base {
   /// spread at the stride: over `height` x `width` positions with padding `pad`, the kernel
   /// flipped along both axes, each group's input and output channels swapped, at stride 1.
   /// With `first` and `step`, of the kernel's taps `first + m * step` only (a phase of a
-  /// strided convolution). `q` is the calling thread's (`gradient_conv`), packed again in its
-  /// storage at each step.
-  static const kernels::packed_conv<float>& input_gradient(const node& n, const kernels::window_geometry& g, std::span<const float> w,
+  /// strided convolution). The convolution is the calling thread's (`gradient_conv`), packed
+  /// again in its storage at each step, its panels over the threads.
+  template <class Ctx>
+  static const kernels::packed_conv<float>& input_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<const float> w,
                                                            std::int64_t height, std::int64_t width, padding pad, hw first = {0, 0},
                                                            hw step = {1, 1}) {
+    const node& n = c.n;
     const std::int64_t groups = n.kind == op_of<conv> ? n.layer.groups : 1;
     const std::int64_t cin = n.in.channels(), cout = n.out.channels(), cin_g = cin / groups, cout_g = cout / groups;
     const std::int64_t kh = g.kernel_h, kw = g.kernel_w;
@@ -472,7 +474,7 @@ struct matmul_kernel : kernel_base {
                                     .pad = pad,
                                     .dilation = hw{static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w)}};
     kernels::packed_conv<float>& q = gradient_conv();
-    q.assign(shape, flipped);
+    q.assign(shape, flipped, [&](std::int64_t panels, auto&& pack) { c.parallel(panels, pack); });
     return q;
   }
   /// The calling thread's convolution of `input_gradient`, and its buffer of `scratch`: kept

@@ -610,6 +610,7 @@ class packed_conv {
   /// `for_each(count, work)` as `assign` takes it: `work(i)` for each `i < count` in order, on
   /// the calling thread.
   struct in_order {
+    /// Calls `work(i)` for `i` from 0 to `count - 1`.
     template <class F>
     void operator()(std::int64_t count, F&& work) const {
       for (std::int64_t i = 0; i < count; ++i) work(i);

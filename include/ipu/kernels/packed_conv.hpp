@@ -839,11 +839,11 @@ class packed_conv {
     const auto count = static_cast<std::int64_t>(panels_.size());
     std::vector<unsigned char> finite(static_cast<std::size_t>(count));
     for_each(count, [&](std::int64_t k) {
-      const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(j); };
-      float* first = weights_.data() + panels_[at(k)].offset;
-      float* last = k + 1 < count ? weights_.data() + panels_[at(k + 1)].offset : weights_.data() + weights_.size();
-      fill(panels_[at(k)], first);
-      finite[at(k)] = std::all_of(first, last, [](float x) { return std::isfinite(x); });
+      const auto i = static_cast<std::size_t>(k);
+      float* first = weights_.data() + panels_[i].offset;
+      float* last = i + 1 < panels_.size() ? weights_.data() + panels_[i + 1].offset : weights_.data() + weights_.size();
+      fill(panels_[i], first);
+      finite[i] = std::all_of(first, last, [](float x) { return std::isfinite(x); });
     });
     return std::all_of(finite.begin(), finite.end(), [](unsigned char f) { return f != 0; });
   }

@@ -82,7 +82,7 @@ struct matmul_kernel : kernel_base {
   }
 
   /// `packed<T>` with f32 partials, else `blocked`. The weights are packed into the storage of
-  /// `previous` where it holds them, as it does at each training step (see `gradient_conv`).
+  /// `previous` where it holds them, as it does at each training step (see `scratch`).
   template <ElementType T, class Acc>
   static std::any prepare(const node& n, const node_plan& p, device_values tensors, std::any previous) {
     const std::vector<float>& kernel = tensors[kernel_tensor];
@@ -459,13 +459,13 @@ struct matmul_kernel : kernel_base {
     }
   }
 
-  /// Packs into `q` the convolution giving the input's gradient of node `n` (geometry `g`,
-  /// kernel `w` as the forward pass used it) from its output's gradient, or from that gradient
+  /// Packs the convolution giving the input's gradient of node `c.n` (geometry `g`, kernel
+  /// `w` as the forward pass used it) from its output's gradient, or from that gradient
   /// spread at the stride: over `height` x `width` positions with padding `pad`, the kernel
   /// flipped along both axes, each group's input and output channels swapped, at stride 1.
   /// With `first` and `step`, of the kernel's taps `first + m * step` only (a phase of a
-  /// strided convolution). The convolution is the calling thread's (`gradient_conv`), packed
-  /// again in its storage at each step, its panels over the threads.
+  /// strided convolution). The convolution is the calling thread's, packed again in its
+  /// storage at each step (see `scratch`), its panels over the threads.
   template <class Ctx>
   static const kernels::packed_conv<float>& input_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<const float> w,
                                                            std::int64_t height, std::int64_t width, padding pad, hw first = {0, 0},
@@ -497,20 +497,15 @@ struct matmul_kernel : kernel_base {
                                     .groups = groups,
                                     .pad = pad,
                                     .dilation = hw{static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w)}};
-    kernels::packed_conv<float>& q = gradient_conv();
+    thread_local kernels::packed_conv<float> q;
     q.assign(shape, flipped, [&](std::int64_t panels, auto&& pack) { c.parallel(panels, pack); });
     return q;
   }
-  /// The calling thread's convolution of `input_gradient`, and its buffer of `scratch`: kept
-  /// from one backward step to the next, so that the packed weights and the buffers of a
-  /// training step reuse the memory of the step before. Allocated afresh at each step, they
-  /// took the pages from the system again and again: ResNet-50's step spent 4% of its time in
-  /// page faults and as much in filling new pages, about 10% of its time in all.
-  static kernels::packed_conv<float>& gradient_conv() {
-    thread_local kernels::packed_conv<float> q;
-    return q;
-  }
-  /// \copydoc gradient_conv
+  /// `size` floats of the calling thread's buffer, kept from one backward step to the next as
+  /// `input_gradient`'s convolution is, so that a training step's buffers and packed weights
+  /// reuse the memory of the step before. Allocated afresh at each step, they took the pages
+  /// from the system again and again: ResNet-50's step spent 4% of its time in page faults and
+  /// as much in filling new pages, about 10% of its time in all.
   static std::span<float> scratch(std::int64_t size) {
     thread_local std::vector<float> buffer;
     buffer.resize(static_cast<std::size_t>(size));

@@ -195,6 +195,33 @@ TEST_CASE("batch norm's running statistics move towards the batch's, the varianc
   CHECK(after["scale"][0] == before["scale"][0]);
 }
 
+TEST_CASE("batch norm's statistics over several chunks of positions: a mean far from zero that drifts along the batch") {
+  // 2x20x20 = 800 positions: three chunks of 256 and one of 32 (ops/kernels/batch_norm.hpp),
+  // each with its own mean, 1000 and up, the spread about it a thousandth of that. The
+  // running statistics start at zero, so that after one step they hold 0.003 times the
+  // batch's: the variance checked to 1e-5, where the chunks' sums of squares added about
+  // their own means, not moved to the batch's, give 7 to 9 times too little.
+  constexpr auto net = ipu::input<ipu::f32, 2, 20, 20, 3> | nn::batch_norm | nn::global_avg_pool | nn::dense<3> | nn::softmax;
+  using G = decltype(net);
+  auto w = ipu::weights<G>::random(6);
+  for (float& v : w[0]["mean"]) v = 0.0f;
+  for (float& v : w[0]["variance"]) v = 0.0f;
+  auto x = ipu_test::random_input<G>(9);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(1000.0 + 0.01 * static_cast<double>(i / 3) * (1.0 + static_cast<double>(i % 3)) + x[i]);
+  const std::vector<double> input = ipu_test::input_values<G>(x);
+  ipu::trainer<G, target> trainer{w};
+  trainer.backward(std::span(x.data(), x.size()), ipu_test::random_labels(2, 3, 7));
+  const double m = 800;
+  for (std::size_t c = 0; c < 3; ++c) {
+    double mean = 0, var = 0;
+    for (std::size_t i = c; i < input.size(); i += 3) mean += input[i] / m;
+    for (std::size_t i = c; i < input.size(); i += 3) var += (input[i] - mean) * (input[i] - mean) / (m - 1);
+    CHECK(trainer.weights()[0]["mean"][c] == Approx(0.003 * mean).epsilon(1e-6));
+    CHECK(trainer.weights()[0]["variance"][c] == Approx(0.003 * var).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("gradients hold the same bits on 1 and 3 threads") {
   using G = decltype(join_net);
   const auto w = ipu::weights<G>::random(8);

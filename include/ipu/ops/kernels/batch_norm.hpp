@@ -10,7 +10,9 @@
 /// statistics; the backward pass gives `d shift = sum dy`, `d scale = sum dy * xhat` and
 /// `dx = scale / sqrt(variance + epsilon) * (dy - d shift / m - xhat * d scale / m)` over the
 /// `m` values of each channel (Ioffe and Szegedy, 2015, section 3). Sums over a channel run in
-/// double, in chunks of positions, then the chunks in order.
+/// double, in chunks of positions, then the chunks in order. The variance is summed about each
+/// chunk's own mean while the chunk is in cache, and the chunks' sums moved to the batch's mean
+/// (`channel_moments`): the forward pass reads its input twice from memory, not three times.
 
 #include <ipu/ops/batch_norm.hpp>
 #include <ipu/ops/kernels/kernel.hpp>
@@ -80,15 +82,10 @@ struct batch_norm::kernel : kernel_base {
     const std::int64_t channels = c.n.out.channels();
     const double m = static_cast<double>(c.n.out.elements() / channels);
     const T* x = c.input();
-    const auto [sum] = channel_sums<1>(c, [&](std::int64_t e, std::int64_t, int lanes, vec* a, vec* b) {
-      a[0] = simd::load_widened(x + e, lanes), b[0] = simd::splat(1.0f);
-    });
+    const auto [sum, squares] = channel_moments(c, x);  // about the mean
     batch_statistics s{std::vector<float>(sum.size()), std::vector<float>(sum.size())};
     for (std::size_t ch = 0; ch < sum.size(); ++ch) s.mean[ch] = static_cast<float>(sum[ch] / m);
     const float* mean = s.mean.data();
-    const auto [squares] = channel_sums<1>(c, [&](std::int64_t e, std::int64_t ch, int lanes, vec* a, vec* b) {
-      a[0] = b[0] = simd::sub(simd::load_widened(x + e, lanes), simd::load(mean + ch, lanes));
-    });
     const auto running_mean = c.running("mean"), running_variance = c.running("variance");
     for (std::size_t ch = 0; ch < sum.size(); ++ch) {
       const double variance = squares[ch] / m, unbiased = m > 1 ? squares[ch] / (m - 1) : variance;
@@ -175,34 +172,20 @@ struct batch_norm::kernel : kernel_base {
   }
 
  private:
+  /// Positions per work item of `channel_sums` and `channel_moments`, and per f32 sum.
+  static constexpr std::int64_t chunk = 256, run = 8;
+
   /// `Terms` sums per channel over the positions, in double: per chunk of positions in
-  /// parallel, then the chunks' sums in order. `terms(e, ch, lanes, a, b)` sets term `i` of
-  /// the `lanes` elements from `e` (channels `ch` on, of one position) to `a[i] * b[i]`. A
-  /// run of `run` positions is summed in f32 registers, and the run's sum added in double
-  /// (`simd::madd_widened`): a sum's rounding errors are those of 8 terms in f32, and the
-  /// widening (the costly part on a vector unit) is done once per run, not per position.
+  /// parallel (`add_chunk`), then the chunks' sums in order. `terms(e, ch, lanes, a, b)` sets
+  /// term `i` of the `lanes` elements from `e` (channels `ch` on, of one position) to
+  /// `a[i] * b[i]`.
   template <int Terms, class Ctx, class F>
   static std::array<std::vector<double>, Terms> channel_sums(const Ctx& c, F&& terms) {
-    using kernels::simd::vec;
     const std::int64_t channels = c.n.out.channels(), positions = c.n.out.elements() / channels;
-    constexpr std::int64_t chunk = 256, run = 8;  // positions per work item, per f32 sum
     const std::int64_t items = (positions + chunk - 1) / chunk;
     std::vector<double> partial(static_cast<std::size_t>(items * Terms * channels));
     c.parallel(items, [&](std::int64_t k) {
-      double* acc = partial.data() + k * Terms * channels;
-      const std::int64_t end = std::min(positions, (k + 1) * chunk);
-      for (std::int64_t p0 = k * chunk; p0 < end; p0 += run)
-        for (std::int64_t ch = 0; ch < channels; ch += vec::width) {
-          const int lanes = kernels::simd::lanes_from(channels - ch);
-          vec sum[Terms];
-          for (int i = 0; i < Terms; ++i) sum[i] = kernels::simd::zero();
-          for (std::int64_t pos = p0; pos < std::min(end, p0 + run); ++pos) {
-            vec a[Terms], b[Terms];
-            terms(pos * channels + ch, ch, lanes, a, b);
-            for (int i = 0; i < Terms; ++i) sum[i] = kernels::simd::madd(a[i], b[i], sum[i]);
-          }
-          for (int i = 0; i < Terms; ++i) kernels::simd::madd_widened(acc + i * channels + ch, sum[i], kernels::simd::splat(1.0f), lanes);
-        }
+      add_chunk<Terms>(k * chunk, std::min(positions, (k + 1) * chunk), channels, terms, partial.data() + k * Terms * channels);
     });
     std::array<std::vector<double>, Terms> sum;
     for (int i = 0; i < Terms; ++i) {
@@ -212,6 +195,77 @@ struct batch_norm::kernel : kernel_base {
           sum[static_cast<std::size_t>(i)][static_cast<std::size_t>(ch)] += partial[static_cast<std::size_t>((k * Terms + i) * channels + ch)];
     }
     return sum;
+  }
+
+  /// Adds to `acc` (`Terms` runs of `channels` doubles) the terms of positions `[p0, end)`
+  /// (see `channel_sums`). A run of `run` positions is summed in f32 registers, and the run's
+  /// sum added in double (`simd::madd_widened`): a sum's rounding errors are those of 8 terms
+  /// in f32, and the widening (the costly part on a vector unit) is done once per run, not per
+  /// position.
+  template <int Terms, class F>
+  static void add_chunk(std::int64_t p0, std::int64_t end, std::int64_t channels, F& terms, double* acc) {
+    using kernels::simd::vec;
+    for (; p0 < end; p0 += run)
+      for (std::int64_t ch = 0; ch < channels; ch += vec::width) {
+        const int lanes = kernels::simd::lanes_from(channels - ch);
+        vec sum[Terms];
+        for (int i = 0; i < Terms; ++i) sum[i] = kernels::simd::zero();
+        for (std::int64_t pos = p0; pos < std::min(end, p0 + run); ++pos) {
+          vec a[Terms], b[Terms];
+          terms(pos * channels + ch, ch, lanes, a, b);
+          for (int i = 0; i < Terms; ++i) sum[i] = kernels::simd::madd(a[i], b[i], sum[i]);
+        }
+        for (int i = 0; i < Terms; ++i) kernels::simd::madd_widened(acc + i * channels + ch, sum[i], kernels::simd::splat(1.0f), lanes);
+      }
+  }
+
+  /// Per channel, the sum of the values of `x` (the node's input) and the sum of their squares
+  /// about the channel's mean, in double, with `x` read once from memory. Each chunk of
+  /// `chunk` positions is summed, then its squares about its own mean `c` (rounded to f32)
+  /// are summed while the chunk is still in cache. The chunks' sums are added in order, as
+  /// `channel_sums` adds them, which gives the mean; then each chunk's sum of squares is moved
+  /// to the mean: over the chunk's `n` values, `sum (x - mean)^2 = sum (x - c)^2 + 2 d sum (x -
+  /// c) + n d^2` with `d = c - mean`, as Chan, Golub and LeVeque's pairwise update combines
+  /// the variances of parts ("Algorithms for computing the sample variance", 1983). Two passes
+  /// over the whole input, one for the mean and one for the squares about it, read it from
+  /// memory twice: a batch norm's training forward, bound by memory, read its input three
+  /// times with its normalising pass.
+  template <class Ctx, class T>
+  static std::array<std::vector<double>, 2> channel_moments(const Ctx& c, const T* x) {
+    using kernels::simd::vec;
+    namespace simd = kernels::simd;
+    const std::int64_t channels = c.n.out.channels(), positions = c.n.out.elements() / channels;
+    const std::int64_t items = (positions + chunk - 1) / chunk;
+    const auto per_item = static_cast<std::size_t>(items * channels);
+    std::vector<double> sums(per_item), squares(per_item);
+    std::vector<float> centres(per_item);
+    c.parallel(items, [&](std::int64_t k) {
+      const std::int64_t p0 = k * chunk, end = std::min(positions, p0 + chunk);
+      double* sum = sums.data() + k * channels;
+      float* centre = centres.data() + k * channels;
+      auto values = [&](std::int64_t e, std::int64_t, int lanes, vec* a, vec* b) {
+        a[0] = simd::load_widened(x + e, lanes), b[0] = simd::splat(1.0f);
+      };
+      add_chunk<1>(p0, end, channels, values, sum);
+      for (std::int64_t ch = 0; ch < channels; ++ch) centre[ch] = static_cast<float>(sum[ch] / static_cast<double>(end - p0));
+      auto deviations = [&](std::int64_t e, std::int64_t ch, int lanes, vec* a, vec* b) {
+        a[0] = b[0] = simd::sub(simd::load_widened(x + e, lanes), simd::load(centre + ch, lanes));
+      };
+      add_chunk<1>(p0, end, channels, deviations, squares.data() + k * channels);
+    });
+    std::array<std::vector<double>, 2> out{std::vector<double>(static_cast<std::size_t>(channels)),
+                                           std::vector<double>(static_cast<std::size_t>(channels))};
+    auto& [sum, square] = out;
+    for (std::size_t e = 0; e < per_item; ++e) sum[e % static_cast<std::size_t>(channels)] += sums[e];
+    for (std::int64_t k = 0; k < items; ++k) {
+      const auto n = static_cast<double>(std::min(positions, (k + 1) * chunk) - k * chunk);
+      for (std::int64_t ch = 0; ch < channels; ++ch) {
+        const auto e = static_cast<std::size_t>(k * channels + ch), at = static_cast<std::size_t>(ch);
+        const double centre = centres[e], d = centre - sum[at] / static_cast<double>(positions);
+        square[at] += squares[e] + 2 * d * (sums[e] - n * centre) + n * d * d;
+      }
+    }
+    return out;
   }
 
   /// `f(e, ch, lanes)` for each vector of channels of each position (`lanes` elements from

@@ -80,10 +80,12 @@ constexpr auto phased_net = ipu::input<ipu::f32, 2, 9, 9, 3>
     | nn::flatten | nn::dense<3>;
 
 // Groups of 4 and of 8 channels over several vectors and a part of one (24 and 40 channels):
-// their kernels' gradients spread each group's inputs within a vector.
+// their kernels' gradients spread each group's inputs within a vector. Groups of 16 channels
+// (48): with AVX-512 a group is a whole vector, and each input channel is broadcast from memory.
 constexpr auto vector_groups_net = ipu::input<ipu::f32, 2, 6, 6, 5>
     | nn::conv<24, 1> | nn::conv<24, 3, 1, 6>
     | nn::conv<40, 1> | nn::conv<40, 3, 2, 5>
+    | nn::conv<48, 1> | nn::conv<48, 3, 1, 3>
     | nn::flatten | nn::dense<3>;
 
 // Kernel gradients of more rows (`[tap][ci]`) than a block of `matmul_kernel::kernel_gradient`
@@ -137,7 +139,7 @@ TEST_CASE("strided convolutions' input gradients phase by phase, at strides 2 an
   check_gradients<decltype(phased_net)>(5e-4);
 }
 
-TEST_CASE("grouped convolutions' kernel gradients: groups of 4 and 8 channels over 24 and 40 channels") {
+TEST_CASE("grouped convolutions' kernel gradients: groups of 4, 8 and 16 channels over 24, 40 and 48 channels") {
   check_gradients<decltype(vector_groups_net)>(5e-4);
 }
 

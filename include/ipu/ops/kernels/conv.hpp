@@ -251,9 +251,11 @@ struct matmul_kernel : kernel_base {
   /// The kernel's gradient of a convolution with groups of `Group` input and output channels
   /// (`Group` a power of two dividing the vector's width): `dw[tap][j][co] += x[pixel][co - co %
   /// Group + j] * dy[p][co]` for each `j < Group`, the input's vector spread within each group
-  /// (`simd::spread`). The output positions run in parts whose input rows and gradient stay in
-  /// L2, one work item each: per tap and chunk of `vectors` vectors of channels, the part's
-  /// positions in order, summed in registers. The parts' sums are then added to `dw` in order.
+  /// (`simd::spread`), or each input channel broadcast from memory where a group is the whole
+  /// vector and the input f32 (the same products, no shuffle). The output positions run in
+  /// parts whose input rows and gradient stay in L2, one work item each: per tap and chunk of
+  /// `vectors` vectors of channels, the part's positions in order, summed in registers. The
+  /// parts' sums are then added to `dw` in order.
   template <int Group, class Ctx>
   static void small_group_gradient(const Ctx& c, const kernels::window_geometry& g, std::span<float> dw) {
     using kernels::simd::vec;
@@ -271,32 +273,42 @@ struct matmul_kernel : kernel_base {
         for (std::int64_t ch0 = 0; ch0 < channels; ch0 += vectors * vec::width) {
           const std::int64_t down = tap / g.kernel_w * g.dilation_h - g.pad_top, right = tap % g.kernel_w * g.dilation_w - g.pad_left;
           int lanes[vectors];
-          vec acc[Group][vectors];
-          for (int v = 0; v < vectors; ++v) {
-            lanes[v] = kernels::simd::lanes_from(channels - ch0 - v * vec::width);
-            for (int j = 0; j < Group; ++j) acc[j][v] = kernels::simd::zero();
-          }
+          for (int v = 0; v < vectors; ++v) lanes[v] = kernels::simd::lanes_from(channels - ch0 - v * vec::width);
+          vec acc[Group][vectors];  // every index a constant (`each_sum`), so that it lives in registers
+          const auto each_sum = [&](auto&& f) __attribute__((always_inline)) {
+            kernels::detail::unroll<Group>([&](auto j) __attribute__((always_inline)) {
+              kernels::detail::unroll<vectors>([&](auto v) __attribute__((always_inline)) { f(j, v); });
+            });
+          };
+          each_sum([&](auto j, auto v) __attribute__((always_inline)) { acc[j][v] = kernels::simd::zero(); });
           std::int64_t image = p0 / per_image, oh = p0 % per_image / g.out_width, ow = p0 % g.out_width;
           for (std::int64_t p = p0; p < p1; ++p) {
             const std::int64_t ih = oh * g.stride_h + down, iw = ow * g.stride_w + right;
             if (ih >= 0 && ih < g.in_height && iw >= 0 && iw < g.in_width) {
               const auto* xp = x + ((image * g.in_height + ih) * g.in_width + iw) * channels + ch0;
               const float* dyp = dy + p * channels + ch0;
-              for (int v = 0; v < vectors; ++v) {
-                if (lanes[v] == 0) continue;
-                const vec xv = kernels::simd::load_widened(xp + v * vec::width, lanes[v]);
+              kernels::detail::unroll<vectors>([&](auto v) __attribute__((always_inline)) {
+                if (lanes[v] == 0) return;
                 const vec d = kernels::simd::load(dyp + v * vec::width, lanes[v]);
-                [&]<int... J>(std::integer_sequence<int, J...>) {
-                  ((acc[J][v] = kernels::simd::madd(kernels::simd::spread<Group, J>(xv), d, acc[J][v])), ...);
-                }(std::make_integer_sequence<int, Group>{});
-              }
+                if constexpr (Group == vec::width && std::is_same_v<std::remove_cvref_t<decltype(*xp)>, float>) {
+                  // A group spans the vector: each input channel broadcast from memory, no shuffle.
+                  kernels::detail::unroll<Group>([&](auto j) __attribute__((always_inline)) {
+                    acc[j][v] = kernels::simd::madd(kernels::simd::splat(xp[v * vec::width + j]), d, acc[j][v]);
+                  });
+                } else {
+                  const vec xv = kernels::simd::load_widened(xp + v * vec::width, lanes[v]);
+                  kernels::detail::unroll<Group>([&](auto j) __attribute__((always_inline)) {
+                    acc[j][v] = kernels::simd::madd(kernels::simd::spread<Group, j>(xv), d, acc[j][v]);
+                  });
+                }
+              });
             }
             if (++ow == g.out_width) ow = 0, oh = oh + 1 == g.out_height ? (++image, 0) : oh + 1;
           }
           float* to = sums.data() + item * per_part + tap * Group * channels + ch0;
-          for (int j = 0; j < Group; ++j)
-            for (int v = 0; v < vectors; ++v)
-              if (lanes[v] > 0) kernels::simd::store(to + j * channels + v * vec::width, acc[j][v], lanes[v]);
+          each_sum([&](auto j, auto v) __attribute__((always_inline)) {
+            if (lanes[v] > 0) kernels::simd::store(to + j * channels + v * vec::width, acc[j][v], lanes[v]);
+          });
         }
     });
     add_parts(c, sums, parts, dw);

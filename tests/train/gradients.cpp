@@ -25,12 +25,14 @@ namespace {
 using target = small_target<16>;
 
 /// Checks the gradients of `G` (f32) with softmax cross-entropy, or mean squared error with
-/// `Mse`, against finite differences: every sampled element within `tolerance`.
+/// `Mse`, against finite differences: every sampled element within `tolerance`. The input is
+/// uniform in `[-input_scale, input_scale)`.
 template <class G, ipu::loss Loss = ipu::loss::softmax_cross_entropy>
-void check_gradients(double tolerance, std::uint64_t seed = 1) {
+void check_gradients(double tolerance, std::uint64_t seed = 1, float input_scale = 1.0f) {
   constexpr ipu::train_options opts{.loss = Loss};
   const auto w = ipu::weights<G>::random(seed);
-  const auto x = ipu_test::random_input<G>(seed + 1);
+  auto x = ipu_test::random_input<G>(seed + 1);
+  for (auto& v : x) v *= input_scale;
   const std::vector<double> input = ipu_test::input_values<G>(x);
   ipu::trainer<G, target, opts> trainer{w, {2}};
   const auto& last = ipu::node_table_v<G>.back();
@@ -114,11 +116,19 @@ constexpr auto activation_net = ipu::input<ipu::f32, 2, 4, 4, 3>
     | nn::conv<6, 1> | nn::hard_sigmoid | nn::conv<6, 1> | nn::hard_swish
     | nn::global_avg_pool | nn::dense<3> | nn::softmax;
 
+// ReLU6 and the hard sigmoid on inputs well beyond their bounds (the input is scaled to
+// [-12, 12)), where their derivatives are 0.
+constexpr auto clamp_net = ipu::input<ipu::f32, 2, 4, 4, 3>
+    | nn::conv<6, 1> | nn::relu6 | nn::conv<6, 1> | nn::hard_sigmoid
+    | nn::flatten | nn::dense<3>;
+
 constexpr auto join_net = ipu::input<ipu::f32, 2, 5, 5, 4>
     | nn::conv<6, 1>
     | nn::residual(nn::conv<6, 3> | nn::relu)
     | nn::concat(nn::conv<3, 1>, nn::identity, nn::conv<2, 3>)
     | nn::multiply(nn::identity, nn::global_avg_pool | nn::reshape<1, 1, 11> | nn::sigmoid)  // squeeze and excitation
+    | nn::multiply(nn::identity, nn::conv<11, 1>, nn::global_avg_pool | nn::reshape<1, 1, 11>)  // three, one broadcast
+    | nn::add(nn::identity, nn::global_avg_pool | nn::reshape<1, 1, 11>)                         // a broadcast add
     | nn::add(nn::identity, nn::conv<11, 1>, nn::conv<11, 3>)
     | nn::global_avg_pool | nn::dense<3> | nn::softmax;
 
@@ -159,7 +169,11 @@ TEST_CASE("every activation's gradient") {
   check_gradients<decltype(activation_net)>(5e-4);
 }
 
-TEST_CASE("joins' gradients: residual add, concat, broadcast multiply, add of three") {
+TEST_CASE("ReLU6's and the hard sigmoid's gradients on both sides of their bounds") {
+  check_gradients<decltype(clamp_net)>(5e-4, 1, 12.0f);
+}
+
+TEST_CASE("joins' gradients: residual add, concat, broadcast multiply, multiply of three, broadcast add, add of three") {
   check_gradients<decltype(join_net)>(5e-4);
 }
 

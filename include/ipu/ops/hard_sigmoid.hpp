@@ -23,8 +23,14 @@ struct hard_sigmoid : op_base {
   }
   /// The function, in f32.
   static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
-  /// The derivative at `x`: 1/6 inside `(-3, 3)`, else 0.
-  static float df(float x) noexcept { return x > -3.0f && x < 3.0f ? 1.0f / 6.0f : 0.0f; }
+  /// The derivative on lanes `L`: 1/6 inside `(-3, 3)`, else 0 (0 at NaN).
+  template <class L>
+  static typename L::value d_of(typename L::value x) noexcept {
+    const auto zero = L::splat(0.0f);
+    return L::where_greater(x, L::splat(-3.0f), L::where_greater(L::splat(3.0f), x, L::splat(1.0f / 6.0f), zero), zero);
+  }
+  /// The derivative at `x`, in f32.
+  static float df(float x) noexcept { return d_of<kernels::scalar_lanes>(x); }
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/lanes_unary.hpp`
 };
 

@@ -24,8 +24,14 @@ struct relu6 : op_base {
   }
   /// The function, in f32.
   static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
-  /// The derivative at `x`: 1 inside `(0, 6)`, else 0.
-  static float df(float x) noexcept { return x > 0.0f && x < 6.0f ? 1.0f : 0.0f; }
+  /// The derivative on lanes `L`: 1 inside `(0, 6)`, else 0 (0 at NaN).
+  template <class L>
+  static typename L::value d_of(typename L::value x) noexcept {
+    const auto zero = L::splat(0.0f);
+    return L::where_greater(x, zero, L::where_greater(L::splat(6.0f), x, L::splat(1.0f), zero), zero);
+  }
+  /// The derivative at `x`, in f32.
+  static float df(float x) noexcept { return d_of<kernels::scalar_lanes>(x); }
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/lanes_unary.hpp`
 };
 

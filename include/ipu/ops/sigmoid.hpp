@@ -23,11 +23,14 @@ struct sigmoid : op_base {
   }
   /// The function, in f32.
   static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
-  /// The derivative at `x`: `s (1 - s)`, `s` the sigmoid of `x`.
-  static float df(float x) noexcept {
-    const float s = f(x);
-    return s * (1.0f - s);
+  /// The derivative on lanes `L`: `s (1 - s)`, `s` the sigmoid of `x`.
+  template <class L>
+  static typename L::value d_of(typename L::value x) noexcept {
+    const auto s = of<L>(x);
+    return L::mul(s, L::sub(L::splat(1.0f), s));
   }
+  /// The derivative at `x`, in f32.
+  static float df(float x) noexcept { return d_of<kernels::scalar_lanes>(x); }
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/lanes_unary.hpp`
 };
 

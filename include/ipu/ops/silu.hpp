@@ -9,7 +9,6 @@
 #include <ipu/core/lanes.hpp>
 #include <ipu/ops/op.hpp>
 
-#include <cmath>
 #include <string_view>
 
 namespace ipu::ops {
@@ -25,11 +24,14 @@ struct silu : op_base {
   }
   /// The function, in f32.
   static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
-  /// The derivative at `x`: `s (1 + x (1 - s))`, `s` the sigmoid of `x`.
-  static float df(float x) noexcept {
-    const float s = 1.0f / (1.0f + std::exp(-x));
-    return s * (1.0f + x * (1.0f - s));
+  /// The derivative on lanes `L`: `s (1 + x (1 - s))`, `s` the sigmoid of `x` (`kernels::sigmoid`).
+  template <class L>
+  static typename L::value d_of(typename L::value x) noexcept {
+    const auto s = kernels::sigmoid<L>(x), one = L::splat(1.0f);
+    return L::mul(s, L::add(one, L::mul(x, L::sub(one, s))));
   }
+  /// The derivative at `x`, in f32.
+  static float df(float x) noexcept { return d_of<kernels::scalar_lanes>(x); }
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/lanes_unary.hpp`
 };
 

@@ -54,7 +54,11 @@ struct elementwise_join::kernel : kernel_base {
   }
 
   /// Training: adds each input's gradient (see the file comment). An input broadcast along
-  /// the first axis is summed over it in order, on one thread.
+  /// the first axis is summed over it in order, on one thread. As in the forward pass, the
+  /// output's elements go in runs that read consecutive elements of every input and of the
+  /// gradient added to (`add_gradient`, a vector at a time for two inputs); each element's
+  /// terms are multiplied and added in the same order as one element at a time, with the
+  /// same bits.
   template <class Ctx>
   static void backward(const Ctx& c) {
     using T = typename Ctx::value_type;
@@ -63,9 +67,12 @@ struct elementwise_join::kernel : kernel_base {
     const bool product = n.kind == op_of<multiply>;
     std::array<const T*, max_inputs> inputs{};
     std::array<shape, max_inputs> shapes{};
+    std::int64_t run = n.out.elements();
     for (int k = 0; k < n.input_count; ++k) {
-      inputs[static_cast<std::size_t>(k)] = c.input(k);
-      shapes[static_cast<std::size_t>(k)] = c.node_at(n.inputs[static_cast<std::size_t>(k)]).out;
+      const auto i = static_cast<std::size_t>(k);
+      inputs[i] = c.input(k);
+      shapes[i] = c.node_at(n.inputs[i]).out;
+      run = std::min(run, broadcast_run(shapes[i], n.out));
     }
     for (int k = 0; k < n.input_count; ++k) {
       const shape& from = shapes[static_cast<std::size_t>(k)];
@@ -79,12 +86,13 @@ struct elementwise_join::kernel : kernel_base {
       float* dx = c.grad_input(k);
       if (dx == nullptr) continue;
       const auto add_range = [&](std::int64_t e0, std::int64_t e1) {
-        for (std::int64_t e = e0; e < e1; ++e) {
-          float g = dy[e];
-          if (product)
-            for (int j = 0; j < n.input_count; ++j)
-              if (j != k) g *= kernels::widen(inputs[static_cast<std::size_t>(j)][broadcast_index(shapes[static_cast<std::size_t>(j)], n.out, e)]);
-          dx[broadcast_index(from, n.out, e)] += g;
+        std::array<const T*, max_inputs> from_input{};
+        for (std::int64_t e = e0; e < e1;) {
+          const std::int64_t count = std::min(e1, (e / run + 1) * run) - e;
+          for (std::size_t j = 0; j < static_cast<std::size_t>(n.input_count); ++j)
+            from_input[j] = inputs[j] + broadcast_index(shapes[j], n.out, e);
+          add_gradient(product ? from_input.data() : nullptr, n.input_count, k, dy + e, dx + broadcast_index(from, n.out, e), count);
+          e += count;
         }
       };
       const std::int64_t per_first = n.out.elements() / n.out.dim[0];
@@ -155,6 +163,31 @@ struct elementwise_join::kernel : kernel_base {
       kernels::sum(inputs, inputs_count, y, count);
     } else {
       kernels::product(inputs, inputs_count, y, count);
+    }
+  }
+  /// One run of input `k`'s gradient: `dx[i] += dy[i]` for `i < count` (an add's, `x` null),
+  /// or `dx[i] += dy[i] * x[j][i] * ...` over the inputs `j` other than `k` in order (a
+  /// product of `inputs_count` inputs, `x[j]` pointing at input `j`'s elements of the run):
+  /// one f32 product per factor, then one f32 sum. A vector at a time for an add and for a
+  /// product of two.
+  template <class T>
+  static void add_gradient(const T* const* x, int inputs_count, int k, const float* dy, float* dx, std::int64_t count) {
+    namespace simd = kernels::simd;
+    if (x == nullptr || inputs_count == 2) {
+      const T* other = x == nullptr ? nullptr : x[1 - k];
+      for (std::int64_t i = 0; i < count; i += simd::vec::width) {
+        const int lanes = simd::lanes_from(count - i);
+        simd::vec g = simd::load(dy + i, lanes);
+        if (other != nullptr) g = simd::mul(g, simd::load_widened(other + i, lanes));
+        simd::store(dx + i, simd::add(simd::load(dx + i, lanes), g), lanes);
+      }
+      return;
+    }
+    for (std::int64_t i = 0; i < count; ++i) {
+      float g = dy[i];
+      for (int j = 0; j < inputs_count; ++j)
+        if (j != k) g *= kernels::widen(x[j][i]);
+      dx[i] += g;
     }
   }
   /// `apply` to two inputs `a` and `b`, a vector at a time: the same bits, one f32 sum or

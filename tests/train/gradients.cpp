@@ -116,10 +116,10 @@ constexpr auto activation_net = ipu::input<ipu::f32, 2, 4, 4, 3>
     | nn::conv<6, 1> | nn::hard_sigmoid | nn::conv<6, 1> | nn::hard_swish
     | nn::global_avg_pool | nn::dense<3> | nn::softmax;
 
-// ReLU6 and the hard sigmoid on inputs well beyond their bounds (the input is scaled to
-// [-12, 12)), where their derivatives are 0.
+// ReLU6, the hard sigmoid and the hard swish on inputs well beyond their bounds (the input is
+// scaled to [-12, 12)), where their derivatives are constant.
 constexpr auto clamp_net = ipu::input<ipu::f32, 2, 4, 4, 3>
-    | nn::conv<6, 1> | nn::relu6 | nn::conv<6, 1> | nn::hard_sigmoid
+    | nn::conv<6, 1> | nn::hard_swish | nn::conv<6, 1> | nn::relu6 | nn::conv<6, 1> | nn::hard_sigmoid
     | nn::flatten | nn::dense<3>;
 
 constexpr auto join_net = ipu::input<ipu::f32, 2, 5, 5, 4>
@@ -169,7 +169,7 @@ TEST_CASE("every activation's gradient") {
   check_gradients<decltype(activation_net)>(5e-4);
 }
 
-TEST_CASE("ReLU6's and the hard sigmoid's gradients on both sides of their bounds") {
+TEST_CASE("ReLU6's, the hard sigmoid's and the hard swish's gradients on both sides of their bounds") {
   check_gradients<decltype(clamp_net)>(5e-4, 1, 12.0f);
 }
 

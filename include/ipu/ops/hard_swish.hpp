@@ -22,8 +22,17 @@ struct hard_swish : op_base {
   }
   /// The function, in f32.
   static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
-  /// The derivative at `x`: 0 up to -3, `(2x + 3) / 6` inside `(-3, 3)`, 1 from 3.
-  static float df(float x) noexcept { return x <= -3.0f ? 0.0f : x >= 3.0f ? 1.0f : (2.0f * x + 3.0f) / 6.0f; }
+  /// The derivative on lanes `L`: 0 up to -3, `(2x + 3) / 6` inside `(-3, 3)`, 1 from 3, NaN at
+  /// NaN. `x <= -3` is `-below_3 > x` and `x >= 3` is `x > below_3`, `below_3` the float
+  /// below 3 (`L::where_greater` compares with `>` only, false at NaN).
+  template <class L>
+  static typename L::value d_of(typename L::value x) noexcept {
+    constexpr float below_3 = 0x1.7ffffep+1f;  // 3 - 2^-22
+    const auto inside = L::div(L::add(L::mul(L::splat(2.0f), x), L::splat(3.0f)), L::splat(6.0f));
+    return L::where_greater(L::splat(-below_3), x, L::splat(0.0f), L::where_greater(x, L::splat(below_3), L::splat(1.0f), inside));
+  }
+  /// The derivative at `x`, in f32.
+  static float df(float x) noexcept { return d_of<kernels::scalar_lanes>(x); }
   struct kernel;  ///< its kernel, defined in `ipu/ops/kernels/lanes_unary.hpp`
 };
 

@@ -4,8 +4,8 @@
 /// `ops::relu6`, `ops::hard_sigmoid`, `ops::hard_swish`, `ops::silu`, `ops::sigmoid`): faithful
 /// mode's are `ops::unary_kernel`'s, one float at a time (`kernels::scalar_lanes`); fast mode's
 /// run the same function on vectors (`kernels::simd::lanes`), which gives the same bits lane by
-/// lane. Their backward passes, in both modes, run the derivative on vectors where it is
-/// written over lanes too (`Op::d_of<L>`: all of them but `ops::hard_swish`).
+/// lane. Their backward passes, in both modes, run the derivative on vectors: it is written
+/// over lanes too (`Op::d_of<L>`).
 
 #include <ipu/kernels/simd.hpp>
 #include <ipu/ops/hard_sigmoid.hpp>

@@ -36,27 +36,23 @@ struct lanes_unary_kernel : unary_kernel<Op> {
       }
     });
   }
-  /// Training: `dx += dy * df(x)`, `x` the forward input; for an op whose derivative is
-  /// written over lanes too (`Op::d_of<L>`), a vector at a time, with the bits of one float at
-  /// a time, and stored where nothing was added to `dx` yet (as adding to zeros).
+  /// Training: `dx += dy * df(x)`, `x` the forward input, a vector at a time (`Op::d_of<L>`),
+  /// with the bits of one float at a time; stored where nothing was added to `dx` yet (as
+  /// adding to zeros).
   template <class Ctx>
   static void backward(const Ctx& c) {
-    if constexpr (requires { Op::template d_of<kernels::scalar_lanes>(0.0f); }) {
-      namespace simd = kernels::simd;
-      const auto [dx, assign] = c.grad_input_target();
-      if (dx == nullptr) return;
-      const auto* x = c.input();
-      const float* dy = c.grad_output();
-      parallel_chunks(c, c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
-        for (std::int64_t e = e0; e < e1; e += simd::vec::width) {
-          const int n = simd::lanes_from(e1 - e);
-          const simd::vec g = simd::mul(simd::load(dy + e, n), Op::template d_of<simd::lanes>(simd::load_widened(x + e, n)));
-          simd::store(dx + e, simd::add(assign ? simd::zero() : simd::load(dx + e, n), g), n);
-        }
-      });
-    } else {
-      unary_kernel<Op>::backward(c);
-    }
+    namespace simd = kernels::simd;
+    const auto [dx, assign] = c.grad_input_target();
+    if (dx == nullptr) return;
+    const auto* x = c.input();
+    const float* dy = c.grad_output();
+    parallel_chunks(c, c.n.out.elements(), [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; e += simd::vec::width) {
+        const int n = simd::lanes_from(e1 - e);
+        const simd::vec g = simd::mul(simd::load(dy + e, n), Op::template d_of<simd::lanes>(simd::load_widened(x + e, n)));
+        simd::store(dx + e, simd::add(assign ? simd::zero() : simd::load(dx + e, n), g), n);
+      }
+    });
   }
 };
 

@@ -185,15 +185,17 @@ inline tensor batch_norm_training(const tensor& x, int c, const tensor& scale, c
 }
 
 /// The element-wise activation named `op` (as `ipu::name_of` names its op) at `v`, from its
-/// published definition; NaN for a name that is not one.
+/// published definition; NaN for a name that is not one. GELU's `1 + erf(v / sqrt(2))` is
+/// written `erfc(-v / sqrt(2))` and its tanh form's `(1 + tanh(u)) / 2` as `1 / (1 + e^{-2u})`,
+/// the same functions, so that the negative tails keep double precision's digits.
 inline double activation(std::string_view op, double v) {
   const auto relu6 = [](double x) { return std::min(std::max(x, 0.0), 6.0); };
   if (op == "relu6") return relu6(v);
   if (op == "hard_sigmoid") return relu6(v + 3) / 6;
   if (op == "hard_swish") return v * relu6(v + 3) / 6;
   if (op == "silu") return v / (1 + std::exp(-v));
-  if (op == "gelu") return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-  if (op == "gelu_tanh") return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+  if (op == "gelu") return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+  if (op == "gelu_tanh") return v / (1 + std::exp(-2 * std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
   if (op == "tanh") return std::tanh(v);
   if (op == "sigmoid") return 1 / (1 + std::exp(-v));
   return std::numeric_limits<double>::quiet_NaN();

@@ -122,6 +122,15 @@ constexpr auto clamp_net = ipu::input<ipu::f32, 2, 4, 4, 3>
     | nn::conv<6, 1> | nn::hard_swish | nn::conv<6, 1> | nn::relu6 | nn::conv<6, 1> | nn::hard_sigmoid
     | nn::flatten | nn::dense<3>;
 
+// The smooth activations and leaky ReLU, each straight after a convolution of large inputs, so
+// that each sees its tails too: tanh's and the sigmoid's saturation, GELU's and SiLU's negative
+// tails, where their functions take other branches than near 0. The input is scaled to
+// [-12, 12); the second join's convolutions read the first's outputs, in [-12, 12) too (GELU's).
+constexpr auto tail_net = ipu::input<ipu::f32, 2, 4, 4, 3>
+    | nn::concat(nn::conv<4, 1> | nn::tanh, nn::conv<4, 1> | nn::gelu, nn::conv<4, 1> | nn::gelu_tanh)
+    | nn::concat(nn::conv<4, 1> | nn::silu, nn::conv<4, 1> | nn::sigmoid, nn::conv<4, 1> | nn::leaky_relu<0.2>)
+    | nn::flatten | nn::dense<3>;
+
 constexpr auto join_net = ipu::input<ipu::f32, 2, 5, 5, 4>
     | nn::conv<6, 1>
     | nn::residual(nn::conv<6, 3> | nn::relu)
@@ -171,6 +180,10 @@ TEST_CASE("every activation's gradient") {
 
 TEST_CASE("ReLU6's, the hard sigmoid's and the hard swish's gradients on both sides of their bounds") {
   check_gradients<decltype(clamp_net)>(5e-4, 1, 12.0f);
+}
+
+TEST_CASE("the smooth activations' and leaky ReLU's gradients in their tails") {
+  check_gradients<decltype(tail_net)>(5e-4, 1, 12.0f);
 }
 
 TEST_CASE("joins' gradients: residual add, concat, broadcast multiply, multiply of three, broadcast add, add of three") {

@@ -23,11 +23,13 @@ struct sigmoid : op_base {
   }
   /// The function, in f32.
   static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
-  /// The derivative on lanes `L`: `s (1 - s)`, `s` the sigmoid of `x`.
+  /// The derivative on lanes `L`: `s (1 - s)`, `s` the sigmoid of `x` and `1 - s` to its own
+  /// precision (`kernels::sigmoid_with_complement`), so that the derivative keeps its digits
+  /// for large `x` too.
   template <class L>
   static typename L::value d_of(typename L::value x) noexcept {
-    const auto s = of<L>(x);
-    return L::mul(s, L::sub(L::splat(1.0f), s));
+    const auto [s, complement] = kernels::sigmoid_with_complement<L>(x);
+    return L::mul(s, complement);
   }
   /// The derivative at `x`, in f32.
   static float df(float x) noexcept { return d_of<kernels::scalar_lanes>(x); }

@@ -24,11 +24,12 @@ struct silu : op_base {
   }
   /// The function, in f32.
   static float f(float x) noexcept { return of<kernels::scalar_lanes>(x); }
-  /// The derivative on lanes `L`: `s (1 + x (1 - s))`, `s` the sigmoid of `x` (`kernels::sigmoid`).
+  /// The derivative on lanes `L`: `s (1 + x (1 - s))`, `s` the sigmoid of `x` and `1 - s` to
+  /// its own precision (`kernels::sigmoid_with_complement`).
   template <class L>
   static typename L::value d_of(typename L::value x) noexcept {
-    const auto s = kernels::sigmoid<L>(x), one = L::splat(1.0f);
-    return L::mul(s, L::add(one, L::mul(x, L::sub(one, s))));
+    const auto [s, complement] = kernels::sigmoid_with_complement<L>(x);
+    return L::mul(s, L::madd(x, complement, L::splat(1.0f)));
   }
   /// The derivative at `x`, in f32.
   static float df(float x) noexcept { return d_of<kernels::scalar_lanes>(x); }

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace nn = ipu::nn;
@@ -71,4 +73,35 @@ TEST_CASE("a trainer's profile lists the training plan's steps with their cycles
   for (const char* expected : {"training profile: mk2-small, micro-batch 4, host times the mean of 2 micro-batches in 2 steps\n", "  forward ",
                                "  backward ", "  update ", "  recompute ", " samples/s, host ", "most host time:\n"})
     CHECK(text.find(expected) != std::string::npos);
+}
+
+TEST_CASE("the steps of a profile the loop's own expression returns are the loop's to read") {
+  // `for (... : trainer.profile().steps())`: the profile is a temporary, destroyed before the
+  // loop's body runs (C++20 extends the life of the range, `steps()`'s result, alone). Read from
+  // a temporary, `steps()` and `window()` hand over the profile's own values, so the loop reads
+  // them, not the destroyed profile's; from a named profile they are references, as before.
+  static_assert(std::is_same_v<decltype(std::declval<ipu::training_profile>().steps()), std::vector<ipu::training_step_profile>>);
+  static_assert(std::is_same_v<decltype(std::declval<const ipu::training_profile&>().steps()), const std::vector<ipu::training_step_profile>&>);
+  static_assert(std::is_same_v<decltype(std::declval<ipu::training_profile>().window()), ipu::training_profile::window_timing>);
+  static_assert(std::is_same_v<decltype(std::declval<ipu::profile>().steps()), std::vector<ipu::step_profile>>);
+  static_assert(std::is_same_v<decltype(std::declval<ipu::profile>().ipus()), std::vector<ipu::ipu_profile>>);
+  static_assert(std::is_same_v<decltype(std::declval<ipu::profile>().host()), ipu::ipu_profile>);
+  static_assert(std::is_same_v<decltype(std::declval<const ipu::profile&>().steps()), const std::vector<ipu::step_profile>&>);
+
+  ipu::trainer<pr_net_t, pr_target, pr_opts> trainer{ipu::weights<pr_net_t>::random(3), {2}};
+  const std::vector<float> images(4 * 6 * 6 * 3, 0.25f);
+  const std::vector<std::int32_t> labels{0, 1, 2, 3};
+  trainer.step(images, labels);
+  std::size_t steps = 0;
+  double host = 0;
+  for (const ipu::training_step_profile& p : trainer.profile().steps()) {
+    ++steps;
+    host += p.host_seconds;
+  }
+  CHECK(steps == ipu::plan_v<ipu::training<pr_net_t, pr_opts>, pr_target>.step_count);
+  CHECK(host > 0);
+  CHECK(trainer.profile().window().stages == 1);
+  std::int64_t cycles = 0;
+  for (const ipu::step_profile& p : ipu::plan_profile<pr_net_t, pr_target>().steps()) cycles += p.compute_cycles;
+  CHECK(cycles > 0);
 }

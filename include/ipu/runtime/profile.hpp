@@ -38,6 +38,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ipu {
@@ -115,11 +116,19 @@ class profile {
   }
 
   /// One entry per node, in node-table order (`steps()[j]` is node `j`).
-  const std::vector<step_profile>& steps() const noexcept { return steps_; }
+  const std::vector<step_profile>& steps() const& noexcept { return steps_; }
+  /// The steps, moved out of a temporary profile: in `for (const auto& s :
+  /// ipu::plan_profile<G, T>().steps())` the profile is destroyed before the loop's body runs,
+  /// and the loop reads the vector this returns, not the destroyed profile's.
+  std::vector<step_profile> steps() && noexcept { return std::move(steps_); }
   /// One entry per IPU, indexed by IPU.
-  const std::vector<ipu_profile>& ipus() const noexcept { return ipus_; }
+  const std::vector<ipu_profile>& ipus() const& noexcept { return ipus_; }
+  /// The IPUs' entries, moved out of a temporary profile (see `steps() &&`).
+  std::vector<ipu_profile> ipus() && noexcept { return std::move(ipus_); }
   /// The totals of the host steps (`ipu::on_host`); no steps when the graph has none.
-  const ipu_profile& host() const noexcept { return host_; }
+  const ipu_profile& host() const& noexcept { return host_; }
+  /// The host steps' totals, copied out of a temporary profile (see `steps() &&`).
+  ipu_profile host() && noexcept { return host_; }
   /// Images per batch.
   std::int64_t batch_size() const noexcept { return batch_; }
   /// The target's clock, in cycles per second, at which cycles become seconds.

@@ -24,6 +24,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ipu {
@@ -78,7 +79,9 @@ class training_profile {
     std::int64_t total() const noexcept { return part_cycles[0] + part_cycles[1] + part_cycles[2] + update_cycles; }
   };
   /// The cycle model of a window of `micro_batches` micro-batches over the stages.
-  const window_timing& window() const noexcept { return window_; }
+  const window_timing& window() const& noexcept { return window_; }
+  /// The cycle model of a window, moved out of a temporary profile (see `steps() &&`).
+  window_timing window() && noexcept { return std::move(window_); }
 
   /// Sets the measured host time of the `phase` step of `node`, in seconds per training step;
   /// ignored if the plan has no such step.
@@ -91,7 +94,11 @@ class training_profile {
   void set_steps_measured(std::int64_t n) noexcept { measured_ = n; }
 
   /// The steps, in the plan's order.
-  const std::vector<training_step_profile>& steps() const noexcept { return steps_; }
+  const std::vector<training_step_profile>& steps() const& noexcept { return steps_; }
+  /// The steps, moved out of a temporary profile: in `for (const auto& s :
+  /// trainer.profile().steps())` the profile is destroyed before the loop's body runs, and the
+  /// loop reads the vector this returns, not the destroyed profile's.
+  std::vector<training_step_profile> steps() && noexcept { return std::move(steps_); }
   /// Micro-batches the host times of the forward and backward steps are the mean of (0: none
   /// measured).
   std::int64_t steps_measured() const noexcept { return measured_; }

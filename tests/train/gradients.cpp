@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nn = ipu::nn;
@@ -131,6 +132,25 @@ constexpr auto tail_net = ipu::input<ipu::f32, 2, 4, 4, 3>
     | nn::concat(nn::conv<4, 1> | nn::silu, nn::conv<4, 1> | nn::sigmoid, nn::conv<4, 1> | nn::leaky_relu<0.2>)
     | nn::flatten | nn::dense<3>;
 
+// An element-wise op of a user's that states only `f` and `df` takes `ops::unary_kernel`, which
+// runs them one float at a time in the training forward and backward (the library's activations
+// run on vectors, `ops::lanes_unary_kernel`). Tanh with `std::tanh`, named as the library's tanh,
+// so that the reference, which finds activations by name, computes it in double.
+struct one_float_tanh : ipu::ops::op_base {
+  static constexpr std::string_view name = "tanh";
+  static float f(float x) noexcept { return std::tanh(x); }
+  static float df(float x) noexcept {
+    const float t = std::tanh(x);
+    return 1.0f - t * t;
+  }
+  using kernel = ipu::ops::unary_kernel<one_float_tanh>;
+};
+struct one_float_tanh_t {
+  using op_type = one_float_tanh;
+};
+constexpr auto one_float_net = ipu::input<ipu::f32, 2, 4, 4, 3>
+    | nn::conv<6, 1> | one_float_tanh_t{} | nn::conv<6, 1> | one_float_tanh_t{} | nn::flatten | nn::dense<3>;
+
 constexpr auto join_net = ipu::input<ipu::f32, 2, 5, 5, 4>
     | nn::conv<6, 1>
     | nn::residual(nn::conv<6, 3> | nn::relu)
@@ -184,6 +204,10 @@ TEST_CASE("ReLU6's, the hard sigmoid's and the hard swish's gradients on both si
 
 TEST_CASE("the smooth activations' and leaky ReLU's gradients in their tails") {
   check_gradients<decltype(tail_net)>(5e-4, 1, 12.0f);
+}
+
+TEST_CASE("an op of a user's on ops::unary_kernel: its forward and gradients, one float at a time") {
+  check_gradients<decltype(one_float_net)>(5e-4, 1, 3.0f);
 }
 
 TEST_CASE("joins' gradients: residual add, concat, broadcast multiply, multiply of three, broadcast add, add of three") {

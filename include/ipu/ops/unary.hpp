@@ -1,9 +1,12 @@
 #pragma once
 /// \file
 /// `ops::unary_kernel<Op>`: the kernel of an element-wise op that maps each value on its own
-/// (`Op::f`, a `float(float)` function, or `float(float, const layer_params&)`), shared by the activations (`ops/sigmoid.hpp`,
-/// `ops/tanh.hpp`, ...). Each value is widened to f32, mapped, and rounded once to the element
-/// type; fast and faithful modes do the same arithmetic, so their outputs hold the same bits.
+/// (`Op::f`, a `float(float)` function, or `float(float, const layer_params&)`), one float at a
+/// time: an op of a user's that states only `f` and `df` takes it. Each value is widened to
+/// f32, mapped, and rounded once to the element type; fast and faithful modes do the same
+/// arithmetic, so their outputs hold the same bits. The library's activations write their
+/// functions over lanes and take `ops::lanes_unary_kernel` (`ops/kernels/lanes_unary.hpp`),
+/// which derives from this one: its faithful mode is this one's.
 
 #include <ipu/ops/op.hpp>
 

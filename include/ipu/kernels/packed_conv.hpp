@@ -745,12 +745,19 @@ class packed_conv {
       // `depthwise_rows` output rows, so that each edge column of an item fills whole tiles
       // as its interior rows do: with items of one or two rows, an edge column was a tile of
       // one or two positions, and the depthwise layers of MobileNetV2 and EfficientNet-B0 ran
-      // 0.95 to 1.3 times as fast on 2 threads (most 1.02 to 1.13).
+      // 0.95 to 1.3 times as fast on 2 threads (most 1.02 to 1.13). An output of at most two
+      // bands' rows is cut into whole images instead, not into bands that straddle images
+      // (7x7x960 3x3 at batch 4: four items of 7 rows, not five of 6 over its 28 rows; the runs
+      // of positions that share their taps break at each image's first and last rows). On 2
+      // threads 7x7x960 3x3 ran 1.12 to 1.33 times faster, 7x7x1152 3x3 1.12 to 1.44, and the
+      // stride-2 layers onto 7x7 (14x14x576 3x3, 14x14x672 5x5) as before (`bench_conv_shapes`,
+      // three alternating runs, medians of 5).
       panel_groups_ = 1;
       const std::int64_t item_positions = std::max<std::int64_t>(1, positions / panels / quarter);
       const std::int64_t item_rows = (item_positions + s.out_width() - 1) / s.out_width();
       constexpr std::int64_t band = detail::depthwise_rows;
-      chunk_ = std::min(s.positions(), (item_rows + band - 1) / band * band * s.out_width());
+      const std::int64_t rows_per_cut = s.out_height() <= 2 * band ? s.out_height() : band;
+      chunk_ = std::min(s.positions(), (item_rows + rows_per_cut - 1) / rows_per_cut * rows_per_cut * s.out_width());
       chunks_ = (s.positions() + chunk_ - 1) / chunk_;
     } else if (lanes_) {  // items of whole output rows of one image, by up to four consecutive panels
       // An input pixel's channels of consecutive panels lie side by side: copied into the

@@ -271,7 +271,21 @@ inline void epilogue_by_step(const vec (*acc)[Vectors], Stored stored, const epi
     case activation_kind::silu: each([&](auto r, auto v) { x[r][v] = kernels::silu<simd::lanes>(x[r][v]); }); break;
     case activation_kind::none: break;
   }
-  each_lanes([&](auto r, auto v, int lanes) { simd::store_rounded(out + first[r] + v * width, x[r][v], lanes); });
+  // Each position's vectors stored at fixed offsets from one pointer: with the offsets added
+  // per vector, g++ 12 kept the 6x4 tile's store addresses on the stack (its function made
+  // 199 references to the stack, against 146).
+  const auto store = [&](auto lanes) {
+    unroll<Full>([&](auto r) {
+      if (!stored(r)) return;
+      T* o = out + first[r];
+      unroll<Vectors>([&](auto v) { simd::store_rounded(o + v * width, x[r][v], lanes(v)); });
+    });
+  };
+  if (last == width) {
+    store([](int) { return width; });
+  } else {
+    store([&](int v) { return v + 1 < Vectors ? width : last; });
+  }
 }
 
 /// `epilogue_positions`' steps for a large tile: position by position, each step one pass over
@@ -364,6 +378,24 @@ template <int Full, int Vectors, class T, class Compute, class At, class Stored 
   std::int64_t first[Full];
   unroll<Full>([&](auto r) { first[r] = at(r) + pe.c; });
   epilogue_positions<Full, Vectors, T, Stored>(tl.acc, stored, pe, first, out);
+}
+
+/// `count` whole tiles of a run, tile `i` computed by `compute(i)`, its position `r` stored at
+/// `at(i, r)` plus the panel's channels: `whole_tile` for each, in one flattened function with
+/// the panel's epilogue copied once into a local, which the tiles' stores cannot alias, rather
+/// than read again for each tile. With a call per tile, on one thread, MobileNetV2's
+/// 56x56x24->144 ran 1.06 times slower and ResNeXt's 56x56x64->256 1.11 to 1.13 (the 7x7/2
+/// stem and the 3x3 layers as fast). The depthwise runs keep a call per tile: in one function,
+/// MobileNetV2's depthwise layers ran 1.14 to 1.25 times slower.
+template <int Full, int Vectors, class T, class Compute, class At>
+[[gnu::flatten]] void whole_tiles(std::int64_t count, Compute&& compute, const panel_epilogue<Vectors, T>& pe, At&& at, T* out) noexcept {
+  const panel_epilogue<Vectors, T> local = pe;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const auto tl = compute(i);
+    std::int64_t first[Full];
+    unroll<Full>([&](auto r) { first[r] = at(i, r) + local.c; });
+    epilogue_positions<Full, Vectors, T, all_positions>(tl.acc, all_positions{}, local, first, out);
+  }
 }
 
 /// `Rows` positions by `Vectors` vectors of a dense panel: the sum over `t`'s taps and `k`
@@ -801,8 +833,14 @@ class packed_conv {
         panel_groups_ = (panels + panels_per_item_ - 1) / panels_per_item_;
       }
       if (geometry_.one_to_one()) {
-        chunk_ = std::min(s.positions(), (item_positions + tiles - 1) / tiles * tiles);
-        chunks_ = (s.positions() + chunk_ - 1) / chunk_;
+        // As many items as `item_positions` asks for, the positions' granules of `tiles` (whole
+        // tiles of every panel's shape) spread evenly over them (`positions_of`), so that no
+        // item is much larger than the others. Rounded up to whole granules instead,
+        // 14x14x64->384 and 14x14x80->480 at batch 4 (784 positions, 98 per item) made 7 items
+        // of 120, of which one thread took 4, and on 2 threads ran at 172 to 193 GFLOP/s
+        // against 198 to 209 with 8 (`bench_conv_shapes`, four alternating runs).
+        chunk_ = tiles;
+        chunks_ = std::min((s.positions() + item_positions - 1) / item_positions, (s.positions() + tiles - 1) / tiles);
       } else {
         // A window with edges: items of whole output rows of one image, so that the runs
         // are whole rows and each edge column goes down the item's rows as one run. Items of
@@ -820,6 +858,13 @@ class packed_conv {
         cut_rows(s.kernel.area() > 1 ? std::max(item_positions, detail::dense_rows(vectors) * s.out_width()) : item_positions);
       }
     }
+  }
+
+  /// The output positions `[p0, p1)` of item `item` of a panel group: the granules of `chunk_`
+  /// positions spread evenly over the `chunks_` items.
+  std::pair<std::int64_t, std::int64_t> positions_of(std::int64_t item) const noexcept {
+    const std::int64_t granules = (shape_.positions() + chunk_ - 1) / chunk_, i = item % chunks_;
+    return {i * granules / chunks_ * chunk_, std::min(shape_.positions(), (i + 1) * granules / chunks_ * chunk_)};
   }
 
   /// Items of whole output rows of one image, about `item_positions` positions each.
@@ -1033,8 +1078,14 @@ class packed_conv {
                          std::int64_t ps) __attribute__((always_inline)) {
       const auto at = [&](int r) { return (p + r * ps) * oc; };
       const auto finish_tile = [&](const auto& tl) { detail::finish_tile<rows>(tl.acc, pe, at, out); };
-      for (; n >= rows; n -= rows, p += rows * ps, x.base += rows * x.step)
-        detail::whole_tile<rows>([&] { return detail::dense_tile<rows, Vectors>(x, t, shape_.kernel.w, cin_, w); }, pe, at, out);
+      const std::int64_t whole = n / rows;
+      const auto tile_at = [&](std::int64_t i, int r) { return (p + (i * rows + r) * ps) * oc; };
+      detail::whole_tiles<rows>(whole, [&](std::int64_t i) {
+        detail::input_walk<float> xi = x;
+        xi.base += i * rows * x.step;
+        return detail::dense_tile<rows, Vectors>(xi, t, shape_.kernel.w, cin_, w);
+      }, pe, tile_at, out);
+      n -= whole * rows, p += whole * rows * ps, x.base += whole * rows * x.step;
       if (gather_ends) {
         for (int r = 0; r < n; ++r) {
           end_x[end_count] = x.at(0, 0, r), end_p[end_count] = p + r * ps;
@@ -1406,7 +1457,9 @@ class packed_conv {
   conv_shape shape_{};
   window_geometry geometry_{};
   std::int64_t cin_ = 0, cout_ = 0, panel_channels_ = 0;
-  std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;  // positions (or output rows) per item; items per panel group
+  // Positions per granule of the items, which `positions_of` spreads evenly over the items; output rows per
+  // item (`cut_rows`); items per panel group.
+  std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;
   bool row_items_ = false;  // dense items of `rows_per_item_` output rows of one image, not `chunk_` positions
   std::int64_t panel_groups_ = 0, panels_per_item_ = 1;      // consecutive panels per item (groups in lanes, padded)
   bool lanes_ = false, depthwise_ = false, finite_ = true, depthwise_window_ = false;
@@ -1418,7 +1471,10 @@ class packed_conv {
 
 template <class T>
 void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t item) const noexcept {
-  if (depthwise_ && !depthwise_window_) return run_depthwise(in, out, e, item * chunk_, std::min(shape_.positions(), (item + 1) * chunk_));
+  if (depthwise_ && !depthwise_window_) {
+    const auto [p0, p1] = positions_of(item);
+    return run_depthwise(in, out, e, p0, p1);
+  }
   const std::int64_t first_panel = item / chunks_ * panels_per_item_;
   if (lanes_) {
     const item_rows r = rows_of(item);
@@ -1426,7 +1482,7 @@ void packed_conv<T>::run(const T* in, T* out, const epilogue<T>& e, std::int64_t
     if (depthwise_window_) return run_depthwise_window(in, out, e, first_panel, last_panel, r.image, r.oh0, r.oh1);
     return run_lanes(in, out, e, first_panel, last_panel, r.image, r.oh0, r.oh1);
   }
-  std::int64_t p0 = item % chunks_ * chunk_, p1 = std::min(shape_.positions(), p0 + chunk_);
+  auto [p0, p1] = positions_of(item);
   if (row_items_) {
     const item_rows r = rows_of(item);
     const std::int64_t first_row = r.image * shape_.out_height();

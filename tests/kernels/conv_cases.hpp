@@ -310,7 +310,10 @@ TEST_CASE(IPU_KERNELS_TEST_ISA " packed_conv work items give the same bits in an
   // larger than L1 but within half the L2, at strides 1 and 2), in f16 as many as half the L2
   // holds (a 1x1 kernel larger than that); groups in lanes; depthwise items of whole rows
   // that run on into the next image, and of one image's rows by a few vectors (a padded window).
+  // A 1x1 kernel at stride 1 spreads its positions' granules of 24 over its items unevenly:
+  // 784 positions, 33 granules, 8 items of 4 or 5.
   check_work_item_orders<float>({"3x3 192->256 batch 3", shape(5, 5, 192, 256, 3, 1, 1, 3)});
+  check_work_item_orders<float>({"1x1 64->384 on 14x14 batch 4", shape(14, 14, 64, 384, 1, 1, 1, 4)});
   check_work_item_orders<float>({"3x3 48->64 on 20x9 batch 2", shape(20, 9, 48, 64, 3, 1, 1, 2)});
   check_work_item_orders<float>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});
   check_work_item_orders<ipu::f16>({"1x1 24->150 on 28x28 batch 3", shape(28, 28, 24, 150, 1, 1, 1, 3)});

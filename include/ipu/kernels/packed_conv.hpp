@@ -1078,14 +1078,15 @@ class packed_conv {
                          std::int64_t ps) __attribute__((always_inline)) {
       const auto at = [&](int r) { return (p + r * ps) * oc; };
       const auto finish_tile = [&](const auto& tl) { detail::finish_tile<rows>(tl.acc, pe, at, out); };
-      const std::int64_t whole = n / rows;
-      const auto tile_at = [&](std::int64_t i, int r) { return (p + (i * rows + r) * ps) * oc; };
-      detail::whole_tiles<rows>(whole, [&](std::int64_t i) {
-        detail::input_walk<float> xi = x;
-        xi.base += i * rows * x.step;
-        return detail::dense_tile<rows, Vectors>(xi, t, shape_.kernel.w, cin_, w);
-      }, pe, tile_at, out);
-      n -= whole * rows, p += whole * rows * ps, x.base += whole * rows * x.step;
+      if (const std::int64_t whole = n / rows; whole > 0) {  // a run shorter than a tile makes no call
+        const auto tile_at = [&](std::int64_t i, int r) { return (p + (i * rows + r) * ps) * oc; };
+        detail::whole_tiles<rows>(whole, [&](std::int64_t i) {
+          detail::input_walk<float> xi = x;
+          xi.base += i * rows * x.step;
+          return detail::dense_tile<rows, Vectors>(xi, t, shape_.kernel.w, cin_, w);
+        }, pe, tile_at, out);
+        n -= whole * rows, p += whole * rows * ps, x.base += whole * rows * x.step;
+      }
       if (gather_ends) {
         for (int r = 0; r < n; ++r) {
           end_x[end_count] = x.at(0, 0, r), end_p[end_count] = p + r * ps;
@@ -1460,7 +1461,7 @@ class packed_conv {
   // Positions per granule of the items, which `positions_of` spreads evenly over the items; output rows per
   // item (`cut_rows`); items per panel group.
   std::int64_t chunk_ = 1, rows_per_item_ = 1, chunks_ = 0;
-  bool row_items_ = false;  // dense items of `rows_per_item_` output rows of one image, not `chunk_` positions
+  bool row_items_ = false;  // dense items of `rows_per_item_` output rows of one image, not granules of `chunk_` positions
   std::int64_t panel_groups_ = 0, panels_per_item_ = 1;      // consecutive panels per item (groups in lanes, padded)
   bool lanes_ = false, depthwise_ = false, finite_ = true, depthwise_window_ = false;
   std::vector<panel> panels_;
